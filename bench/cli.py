@@ -1,0 +1,111 @@
+"""Command line: ``python -m bench run | ls | leaderboard``.
+
+The whole flow in one place: parse -> expand runs (sparsities x seeds) -> Runner.run each
+(method builds or reuses a cached candidate; suite judges it; a record is written) ->
+leaderboard regenerated from the records. Bad input ends with one line on stderr, exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+DEFAULT_OUT = "runs"
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="bench", description="Robust compression bench for BERT-family models.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    run = sub.add_parser("run", help="build candidates with a method and judge them with a suite")
+    run.add_argument("--method", required=True)
+    run.add_argument("--suite", required=True)
+    run.add_argument("--task", default="nli_synth")
+    run.add_argument("--backbone", default="minilm", help="'minilm' (embedded), a local model directory or a hub id")
+    run.add_argument("--sparsity", type=float, nargs="+", help="one or more target sparsities in [0, 1)")
+    run.add_argument("--seed", type=int, nargs="+", default=[0])
+    run.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="method parameter (see 'ls')")
+    run.add_argument("--data-dir", help="directory with local data files (for example ../shared/data)")
+    run.add_argument("--out", default=DEFAULT_OUT, help="output directory for records, predictions, artifacts")
+    run.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    run.add_argument("--precision", default="fp32", choices=["fp32", "bf16"], help="bf16 autocast or fp32")
+    run.add_argument("--max-examples", type=int, help="cap every split at N examples (stratified, seeded)")
+    run.add_argument("--force", action="store_true", help="rerun even if the record exists")
+    run.add_argument("--quiet", action="store_true", help="no progress bars")
+
+    sub.add_parser("ls", help="list methods, suites and tasks with their parameters")
+
+    lb = sub.add_parser("leaderboard", help="regenerate the Markdown leaderboard from records")
+    lb.add_argument("--out", default=DEFAULT_OUT, help="output directory whose records/ to read")
+    lb.add_argument("--output", help="Markdown file to write (default: OUT/LEADERBOARD.md)")
+    return ap
+
+
+def cmd_ls() -> None:
+    from bench.params import describe
+    from bench.registry import METHODS, SUITES, TASKS
+
+    print("methods:")
+    for name in METHODS.names():
+        m = METHODS.get(name)
+        print(f"  {name:<12} {m.description}{' [takes --sparsity]' if m.sparse else ''}")
+        for pname, typ, default in describe(m.Params):
+            print(f"      {pname} ({typ}) = {default}")
+    print("suites:")
+    for name in SUITES.names():
+        print(f"  {name:<12} {SUITES.get(name).description}")
+    print("tasks:")
+    for name in TASKS.names():
+        print(f"  {name:<12} {TASKS.get(name).description}")
+
+
+def write_leaderboard(out: Path, output: Path | None = None) -> Path:
+    from bench.records import load_records, write_atomic
+    from leaderboard.build import build
+
+    target = output or out / "LEADERBOARD.md"
+    write_atomic(target, build(load_records(out / "records")))
+    return target
+
+
+def cmd_run(a: argparse.Namespace) -> None:
+    from bench.params import split_assignments
+    from bench.runner import Runner, expand
+
+    specs = expand(
+        a.method, a.suite, a.sparsity, a.seed, task=a.task, backbone=a.backbone,
+        params=split_assignments(a.param), data_dir=a.data_dir, max_examples=a.max_examples,
+        device=a.device, precision=a.precision,
+    )
+    runner = Runner(Path(a.out), progress=not a.quiet, log=lambda m: print(m, file=sys.stderr))
+    for spec in specs:
+        record = runner.run(spec, force=a.force)
+        shown = {k: round(v, 4) for k, v in record.metrics.items() if k.count("/") <= 1}
+        print(f"{record.run_id}: {shown}")
+    print(f"leaderboard: {write_leaderboard(Path(a.out))}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    a = _parser().parse_args(argv)
+    from bench.errors import BenchError
+
+    try:
+        if a.cmd == "ls":
+            cmd_ls()
+        elif a.cmd == "leaderboard":
+            path = write_leaderboard(Path(a.out), Path(a.output) if a.output else None)
+            print(path.read_text())
+            print(f"written to {path}", file=sys.stderr)
+        else:
+            cmd_run(a)
+    except BenchError as e:
+        print(f"bench: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("bench: interrupted; finished records are kept, rerun the same command to resume", file=sys.stderr)
+        return 130
+    return 0

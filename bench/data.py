@@ -1,0 +1,242 @@
+"""Examples, evaluation sets and the file readers shared by every task.
+
+Readers are strict: a missing file, a missing column or an unknown label is a one-line
+``BenchError`` naming the file, never a silently wrong number.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import random
+import sys
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Literal
+
+from bench.errors import BenchError
+
+csv.field_size_limit(sys.maxsize)
+
+
+@dataclass(frozen=True)
+class Example:
+    uid: str
+    text_a: str
+    text_b: str | None
+    label: int
+    group: str = ""  # e.g. the HANS heuristic; "" when the set has no groups
+
+
+@dataclass(frozen=True)
+class DataSource:
+    """Where a split came from: enough to fetch or regenerate exactly the same bytes."""
+
+    kind: Literal["local", "hub", "synthetic"]
+    detail: str
+    sha256: dict[str, str] = field(default_factory=dict)  # file -> checksum
+
+
+@dataclass
+class EvalSet:
+    """An out-of-distribution set judged against the task's model.
+
+    ``collapse`` maps a task label id to this set's label id (HANS: neutral and contradiction
+    -> non-entailment); ``pool`` names the F_bias pool (FEVER pools Symm1+2, QQP pools PAWS).
+    """
+
+    name: str
+    examples: list[Example]
+    labels: tuple[str, ...]
+    collapse: tuple[int, ...]
+    metric: Literal["accuracy", "f1_weighted"]
+    pool: str
+    source: DataSource
+
+
+@dataclass
+class TaskData:
+    name: str
+    labels: tuple[str, ...]
+    pair: bool
+    id_metric: Literal["accuracy", "f1_weighted"]
+    max_length: int
+    bias_features: Literal["overlap", "claim"]
+    train: list[Example]
+    dev: list[Example]
+    test: list[Example]
+    ood: dict[str, EvalSet]
+    sources: list[DataSource]
+    note: str = ""
+
+    def checksums(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for s in self.sources + [o.source for o in self.ood.values()]:
+            out.update(s.sha256)
+        return out
+
+    def limited(self, n: int | None, seed: int = 0) -> TaskData:
+        """Every split capped at n examples, sampled with a fixed seed, stratified by label."""
+        if n is None:
+            return self
+        if n < 1:
+            raise BenchError(f"--max-examples must be at least 1, got {n}")
+        return replace(
+            self,
+            train=stratified_sample(self.train, n, seed),
+            dev=stratified_sample(self.dev, n, seed),
+            test=stratified_sample(self.test, n, seed),
+            ood={k: replace(v, examples=stratified_sample(v.examples, n, seed)) for k, v in self.ood.items()},
+        )
+
+
+def stratified_sample(examples: list[Example], n: int, seed: int) -> list[Example]:
+    """n examples drawn with a fixed seed, stratified by (label, group); never the first n."""
+    if len(examples) <= n:
+        return list(examples)
+    rng = random.Random(seed)
+    strata: dict[tuple[int, str], list[Example]] = defaultdict(list)
+    for ex in examples:
+        strata[(ex.label, ex.group)].append(ex)
+    keys = sorted(strata)
+    quota = {k: len(strata[k]) * n // len(examples) for k in keys}
+    short = n - sum(quota.values())
+    for k in sorted(keys, key=lambda k: -(len(strata[k]) * n % len(examples)))[:short]:
+        quota[k] += 1
+    out: list[Example] = []
+    for k in keys:
+        out.extend(rng.sample(strata[k], quota[k]))
+    rng.shuffle(out)
+    return out
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def verify_against_sums(path: Path, digest: str) -> None:
+    """Check a file against a SHA256SUMS beside its data directory, when there is one."""
+    for parent in path.parents:
+        sums = parent / "SHA256SUMS"
+        if sums.is_file():
+            rel = path.relative_to(parent).as_posix()
+            for line in sums.read_text().splitlines():
+                parts = line.split()
+                if len(parts) == 2 and parts[1].lstrip("*") == rel and parts[0] != digest:
+                    raise BenchError(f"{path}: checksum does not match {sums} (file changed or corrupt)")
+            return
+
+
+def find_file(data_dir: Path | None, candidates: Iterable[str], what: str) -> Path:
+    """The first existing file among candidates under data_dir, else one error listing them."""
+    if data_dir is None:
+        raise BenchError(f"{what} needs local files: pass --data-dir DIR (for example ../shared/data)")
+    if not data_dir.is_dir():
+        raise BenchError(f"data directory {data_dir} does not exist")
+    names = list(candidates)
+    for name in names:
+        p = data_dir / name
+        if p.is_file():
+            return p
+    raise BenchError(f"{what}: none of {', '.join(names)} found under {data_dir}")
+
+
+def read_rows(path: Path, header: list[str] | None = None) -> list[dict[str, str]]:
+    """Rows of a .tsv (quoting disabled: text contains quotes) or .jsonl file as dicts.
+
+    ``header`` names the columns of a TSV without a header row.
+    """
+    try:
+        if path.suffix == ".jsonl":
+            rows = []
+            with open(path, encoding="utf-8") as f:
+                for i, line in enumerate(f, 1):
+                    if line.strip():
+                        try:
+                            rows.append(json.loads(line))
+                        except json.JSONDecodeError as e:
+                            raise BenchError(f"{path}:{i}: not valid JSON ({e.msg})") from e
+            return rows
+        with open(path, encoding="utf-8", newline="") as f:
+            lines = [ln.rstrip("\r\n") for ln in f]
+    except (OSError, UnicodeDecodeError) as e:
+        raise BenchError(f"cannot read {path}: {e}") from e
+    lines = [ln for ln in lines if ln.strip()]
+    if header is None:
+        if not lines:
+            raise BenchError(f"{path} is empty")
+        header, lines = lines[0].split("\t"), lines[1:]
+    rows = []
+    for i, ln in enumerate(lines, 2 if header else 1):
+        cells = ln.split("\t")
+        if len(cells) < len(header):
+            raise BenchError(f"{path}:{i}: expected {len(header)} tab-separated columns, found {len(cells)}")
+        rows.append(dict(zip(header, cells, strict=False)))
+    return rows
+
+
+def column(row: dict, names: tuple[str, ...], path: Path) -> str:
+    for n in names:
+        if n in row and row[n] is not None:
+            return str(row[n])
+    raise BenchError(f"{path}: missing column {' / '.join(names)} (has: {', '.join(map(str, row))})")
+
+
+def to_examples(
+    rows: list[dict],
+    path: Path,
+    text_a: tuple[str, ...],
+    text_b: tuple[str, ...] | None,
+    label: tuple[str, ...],
+    label_map: dict[str, int],
+    group: tuple[str, ...] | None = None,
+    skip_labels: tuple[str, ...] = (),
+    clean: Callable[[str], str] = str.strip,
+    uid: tuple[str, ...] | None = None,
+) -> list[Example]:
+    """Rows -> Examples with strict column and label checks."""
+    out = []
+    for i, row in enumerate(rows):
+        raw = column(row, label, path).strip()
+        if raw in skip_labels:
+            continue
+        if raw not in label_map:
+            raise BenchError(f"{path}: row {i + 1} has unknown label '{raw}' (expected one of {', '.join(label_map)})")
+        out.append(
+            Example(
+                uid=column(row, uid, path) if uid else f"{path.stem}-{i}",
+                text_a=clean(column(row, text_a, path)),
+                text_b=clean(column(row, text_b, path)) if text_b else None,
+                label=label_map[raw],
+                group=column(row, group, path) if group else "",
+            )
+        )
+    if not out:
+        raise BenchError(f"{path}: no examples")
+    return out
+
+
+def local_source(paths: list[Path], detail: str) -> DataSource:
+    sums = {}
+    for p in paths:
+        digest = sha256_file(p)
+        verify_against_sums(p, digest)
+        sums[p.name if p.parent.name == "" else f"{p.parent.name}/{p.name}"] = digest
+    return DataSource(kind="local", detail=detail, sha256=sums)
+
+
+def split_seeded(examples: list[Example], sizes: tuple[int, int], seed: int) -> tuple[list, list, list]:
+    """Seeded (train, dev, test) split; dev and test get the given sizes, train the rest."""
+    order = list(examples)
+    random.Random(seed).shuffle(order)
+    n_dev, n_test = sizes
+    if len(order) <= n_dev + n_test:
+        raise BenchError(f"cannot split {len(order)} examples into dev {n_dev} + test {n_test} + train")
+    return order[n_dev + n_test :], order[:n_dev], order[n_dev : n_dev + n_test]

@@ -1,0 +1,151 @@
+"""Weight masks: which matrices are prunable, one mechanism to apply masks, and sparsity.
+
+DESIGN section 3: sparsity counts Q, K, V, attention-output, FFN-in and FFN-out of every layer
+("prunable" weights); classifier and pooler are reported separately; embeddings, biases and
+LayerNorm never count. Masks are applied as a weight parametrization (``W -> W * m``), which
+serves fixed binary masks (IMP) and learned masks (straight-through, hard-concrete) alike, and
+are baked into plain weights on export.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+from torch.nn.utils import parametrize
+
+from bench.errors import BenchError
+
+# BERT / RoBERTa module names of the six prunable matrices of each layer.
+PRUNABLE = re.compile(
+    r"encoder\.layer\.\d+\.(attention\.self\.(query|key|value)|attention\.output\.dense|intermediate\.dense|output\.dense)$"
+)
+HEAD = re.compile(r"(classifier(\.dense|\.out_proj)?|pooler\.dense)$")
+
+
+def prunable_linears(model: nn.Module) -> dict[str, nn.Linear]:
+    out = {n: m for n, m in model.named_modules() if isinstance(m, nn.Linear) and PRUNABLE.search(n)}
+    if not out:
+        raise BenchError(f"{type(model).__name__} has no BERT-style encoder Linear layers to prune")
+    return out
+
+
+def check_sparsity(s: float) -> float:
+    if not 0.0 <= s < 1.0:
+        raise BenchError(f"sparsity must be in [0, 1), got {s}")
+    return s
+
+
+class FixedMask(nn.Module):
+    """W -> W * mask with a constant binary mask (IMP, drawn tickets, rewound subnetworks)."""
+
+    def __init__(self, mask: torch.Tensor) -> None:
+        super().__init__()
+        self.register_buffer("mask", mask.to(torch.bool))
+
+    def forward(self, w: torch.Tensor) -> torch.Tensor:
+        return w * self.mask.to(w.dtype)
+
+
+def apply_masks(model: nn.Module, masks: dict[str, torch.Tensor]) -> None:
+    """Attach a FixedMask to each named Linear's weight, or update the one already there in
+    place (so optimizers keep pointing at the same parameters)."""
+    linears = dict(model.named_modules())
+    for name, mask in masks.items():
+        if name not in linears:
+            raise BenchError(f"mask names a module '{name}' that the model does not have")
+        lin = linears[name]
+        if mask.shape != lin.weight.shape:
+            raise BenchError(f"mask for {name} has shape {tuple(mask.shape)}, weight has {tuple(lin.weight.shape)}")
+        existing = lin.parametrizations.weight[0] if parametrize.is_parametrized(lin, "weight") else None
+        if isinstance(existing, FixedMask):
+            existing.mask.copy_(mask)
+        else:
+            parametrize.register_parametrization(lin, "weight", FixedMask(mask.to(lin.weight.device)))
+
+
+def current_masks(model: nn.Module) -> dict[str, torch.Tensor]:
+    """The binary mask of every parametrized weight (FixedMask buffers, else the non-zeros)."""
+    out = {}
+    for name, mod in model.named_modules():
+        if parametrize.is_parametrized(mod, "weight"):
+            p = mod.parametrizations.weight[0]
+            out[name] = (p.mask if isinstance(p, FixedMask) else mod.weight != 0).detach().cpu().clone()
+    return out
+
+
+def bake(model: nn.Module) -> None:
+    """Replace every parametrized weight by its masked value (a plain, exportable model)."""
+    for mod in model.modules():
+        if parametrize.is_parametrized(mod, "weight"):
+            parametrize.remove_parametrizations(mod, "weight", leave_parametrized=True)
+
+
+def magnitude_masks(model: nn.Module, sparsity: float, keep_pruned: bool = True) -> dict[str, torch.Tensor]:
+    """Per-matrix ("local") magnitude masks: each prunable matrix keeps exactly
+    ``numel - round(sparsity * numel)`` weights of largest |W|. Already-pruned weights rank
+    lowest, so pruning only grows (IMP)."""
+    check_sparsity(sparsity)
+    masks = {}
+    for name, lin in prunable_linears(model).items():
+        w = lin.weight.detach().float().abs()
+        if keep_pruned and parametrize.is_parametrized(lin, "weight"):
+            w = torch.where(lin.parametrizations.weight[0].mask, w, torch.full_like(w, -1.0))
+        k = int(round(sparsity * w.numel()))
+        mask = torch.ones_like(w, dtype=torch.bool)
+        if k > 0:
+            idx = torch.topk(w.flatten(), k, largest=False).indices
+            mask.view(-1)[idx] = False
+        masks[name] = mask.cpu()
+    return masks
+
+
+@dataclass
+class SparsityReport:
+    """Achieved sparsity, with its denominator and per-matrix values (DESIGN section 3)."""
+
+    sparsity: float  # zeros / prunable weights
+    prunable: int  # the denominator
+    zeros: int
+    per_matrix: dict[str, float]
+    head_sparsity: float  # classifier + pooler, reported separately
+    total_params: int
+    nonzero_params: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def sparsity_report(model: nn.Module) -> SparsityReport:
+    per, zeros, total = {}, 0, 0
+    for name, lin in prunable_linears(model).items():
+        w = lin.weight
+        z = int((w == 0).sum())
+        per[name] = z / w.numel()
+        zeros += z
+        total += w.numel()
+    hz = ht = 0
+    for name, mod in model.named_modules():
+        if isinstance(mod, nn.Linear) and HEAD.search(name):
+            hz += int((mod.weight == 0).sum())
+            ht += mod.weight.numel()
+    params = [p for _, p in _plain_params(model)]
+    return SparsityReport(
+        sparsity=zeros / total, prunable=total, zeros=zeros, per_matrix=per,
+        head_sparsity=hz / ht if ht else 0.0,
+        total_params=sum(p.numel() for p in params),
+        nonzero_params=sum(int((p != 0).sum()) for p in params),
+    )
+
+
+def _plain_params(model: nn.Module):
+    """Parameters with masked weights counted as their masked values."""
+    for name, mod in model.named_modules():
+        for pname, p in mod.named_parameters(recurse=False):
+            if name.endswith("parametrizations.weight") or pname == "original":
+                continue
+            yield f"{name}.{pname}", p
+        if parametrize.is_parametrized(mod, "weight"):
+            yield f"{name}.weight", mod.weight

@@ -1,0 +1,52 @@
+"""Metric formulas of DESIGN section 5, as plain functions of labels and predictions."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from sklearn.metrics import f1_score
+
+
+def accuracy(y: np.ndarray, pred: np.ndarray) -> float:
+    return float((np.asarray(y) == np.asarray(pred)).mean()) if len(y) else math.nan
+
+
+def weighted_f1(y: np.ndarray, pred: np.ndarray) -> float:
+    """F1 per class averaged with weights = class support (QQP, PAWS)."""
+    return float(f1_score(y, pred, average="weighted", zero_division=0))
+
+
+def id_metric(name: str, y: np.ndarray, pred: np.ndarray) -> float:
+    return weighted_f1(y, pred) if name == "f1_weighted" else accuracy(y, pred)
+
+
+def collapse(pred: np.ndarray, mapping: Sequence[int]) -> np.ndarray:
+    """Task-label predictions mapped into an OOD set's label space (HANS: E->E, N,C->non-E)."""
+    return np.asarray(mapping)[np.asarray(pred)]
+
+
+def cells(y: np.ndarray, pred: np.ndarray, groups: Sequence[str], labels: Sequence[str]) -> dict[str, float]:
+    """Accuracy per group x gold label, keyed 'group/label' (HANS: heuristic x gold)."""
+    y, pred, g = np.asarray(y), np.asarray(pred), np.asarray(groups)
+    out = {}
+    for group in sorted(set(g.tolist())):
+        for li, lname in enumerate(labels):
+            sel = (g == group) & (y == li)
+            if sel.any():
+                out[f"{group}/{lname}"] = accuracy(y[sel], pred[sel])
+    return out
+
+
+def bias_degree(f_dev: float, f_ood: float) -> float:
+    """D = (F_dev - F_ood) / F_dev (Du et al. 2023)."""
+    return (f_dev - f_ood) / f_dev
+
+
+def f_bias(dev_c: float, ood_c: float, dev_full: float, ood_full: float) -> float:
+    """F_bias = D_compressed / D_full; below 1 is less biased than the full model."""
+    d_full = bias_degree(dev_full, ood_full)
+    if d_full == 0:
+        return math.nan
+    return bias_degree(dev_c, ood_c) / d_full

@@ -1,0 +1,57 @@
+"""``--param key=value`` strings -> a method's Params dataclass, typed by its annotations."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from typing import Any
+
+from bench.errors import BenchError
+from bench.registry import did_you_mean
+
+_TRUE, _FALSE = {"true", "1", "yes", "on"}, {"false", "0", "no", "off"}
+
+
+def split_assignments(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise BenchError(f"--param expects key=value, got '{item}'")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def convert(value: Any, typ: Any, key: str) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        if typ is bool:
+            if value.lower() in _TRUE | _FALSE:
+                return value.lower() in _TRUE
+            raise ValueError(value)
+        if typ in (int, float, str):
+            return typ(value)
+        if typing.get_origin(typ) is typing.Literal:
+            if value in typing.get_args(typ):
+                return value
+            raise ValueError(value)
+    except ValueError:
+        raise BenchError(f"parameter '{key}' expects {getattr(typ, '__name__', typ)}, got '{value}'") from None
+    return value
+
+
+def parse_params(cls: type, raw: dict[str, Any], owner: str) -> Any:
+    """An instance of ``cls`` from strings (or already-typed values); unknown keys are errors."""
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    for key in raw:
+        if key not in names:
+            raise BenchError(f"unknown parameter '{key}' for {owner}{did_you_mean(key, names)}")
+    return cls(**{k: convert(v, hints[k], k) for k, v in raw.items()})
+
+
+def describe(cls: type) -> list[tuple[str, str, Any]]:
+    """(name, type, default) of every parameter, for ``bench ls``."""
+    hints = typing.get_type_hints(cls)
+    return [(f.name, getattr(hints[f.name], "__name__", str(hints[f.name])), f.default) for f in dataclasses.fields(cls)]

@@ -1,0 +1,77 @@
+"""Name -> plug-in registries for methods, suites and tasks.
+
+One mechanism for built-ins and third-party plug-ins alike (as in lm-evaluation-harness):
+every plug-in module is named by an entry point (groups ``bench.methods``, ``bench.suites``,
+``bench.tasks``) and registers its objects with the decorators below when imported. An entry
+point may also name an object directly; it is then registered under the entry point's name.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from typing import Generic, TypeVar
+
+from bench.errors import BenchError
+
+T = TypeVar("T")
+
+
+def did_you_mean(name: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(name, choices, n=1, cutoff=0.5)
+    return f"; did you mean '{close[0]}'?" if close else f"; choose from: {', '.join(sorted(choices))}"
+
+
+class Registry(Generic[T]):
+    def __init__(self, kind: str, group: str) -> None:
+        self.kind = kind
+        self.group = group
+        self._items: dict[str, T] = {}
+        self._loaded = False
+
+    def register(self, name: str) -> Callable[[T], T]:
+        def deco(obj: T) -> T:
+            item = obj() if isinstance(obj, type) else obj  # classes are registered as instances
+            if name in self._items and type(self._items[name]) is not type(item):
+                raise BenchError(f"{self.kind} '{name}' is registered twice")
+            self._items[name] = item
+            return obj
+
+        return deco
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        for ep in entry_points(group=self.group):
+            try:
+                obj = ep.load()
+            except Exception as e:  # a broken plug-in must name itself
+                raise BenchError(f"{self.kind} plug-in '{ep.name}' ({ep.value}) failed to load: {e}") from e
+            if not isinstance(obj, types.ModuleType) and ep.name not in self._items:
+                self.register(ep.name)(obj)
+        if not self._items:
+            raise BenchError(
+                f"no {self.kind}s are registered: install the project (pip install -e .) so its entry points exist"
+            )
+
+    def get(self, name: str) -> T:
+        self._load()
+        if name not in self._items:
+            raise BenchError(f"unknown {self.kind} '{name}'{did_you_mean(name, list(self._items))}")
+        return self._items[name]
+
+    def names(self) -> list[str]:
+        self._load()
+        return sorted(self._items)
+
+    def refresh(self) -> None:
+        """Scan the entry points again on next use (after installing a plug-in in-process)."""
+        self._loaded = False
+
+
+METHODS: Registry = Registry("method", "bench.methods")
+SUITES: Registry = Registry("suite", "bench.suites")
+TASKS: Registry = Registry("task", "bench.tasks")

@@ -1,0 +1,169 @@
+"""MNLI (OOD: HANS) and QQP (OOD: PAWS-QQP, PAWS-Wiki), from local files or the hub.
+
+Local formats: those of ``../shared/data`` (see its README) and the official distributions
+(GLUE TSVs, MultiNLI jsonl, HANS ``heuristics_evaluation_set.txt``, PAWS ``final/*.tsv``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.data import (
+    DataSource,
+    EvalSet,
+    Example,
+    TaskData,
+    find_file,
+    local_source,
+    read_rows,
+    split_seeded,
+    to_examples,
+)
+from bench.errors import BenchError
+from bench.hub import HubSpec, load_hub_split
+from bench.registry import TASKS
+from bench.tasks import Task
+
+NLI_LABELS = ("entailment", "neutral", "contradiction")
+NLI_MAP = {name: i for i, name in enumerate(NLI_LABELS)}
+PREMISE, HYPOTHESIS, GOLD = ("premise", "sentence1"), ("hypothesis", "sentence2"), ("gold_label", "label")
+
+# The split of MNLI dev-matched used when no MNLI training set is available (DESIGN section 6).
+MNLI_SPLIT_SEED = 13
+MNLI_SPLIT_SIZES = (500, 1000)  # dev, test; the remaining 8,315 train
+
+MNLI_HUB = HubSpec("nyu-mll/glue", "mnli", "main", "mnli/train.tsv (GLUE) or multinli_1.0_train.jsonl")
+QQP_HUB = HubSpec("nyu-mll/glue", "qqp", "main", "qqp/train.tsv and qqp/dev.tsv (GLUE format)")
+HANS_ID = "hans"
+
+
+def load_hans(data_dir: Path | None) -> EvalSet:
+    """HANS evaluation set, 3-way predictions collapsed to entailment / non-entailment."""
+    path = find_file(
+        data_dir,
+        ["hans/hans_eval.jsonl", "hans/heuristics_evaluation_set.txt", "heuristics_evaluation_set.txt"],
+        "HANS",
+    )
+    rows = read_rows(path)
+    examples = to_examples(
+        rows, path, ("sentence1",), ("sentence2",), ("gold_label",),
+        {"entailment": 0, "non-entailment": 1}, group=("heuristic",),
+    )
+    return EvalSet(
+        name=HANS_ID, examples=examples, labels=("entailment", "non-entailment"),
+        collapse=(0, 1, 1), metric="accuracy", pool=HANS_ID,
+        source=local_source([path], f"HANS evaluation set ({len(examples)} pairs)"),
+    )
+
+
+def read_mnli_file(path: Path) -> list[Example]:
+    return to_examples(read_rows(path), path, PREMISE, HYPOTHESIS, GOLD, NLI_MAP, skip_labels=("-",))
+
+
+@TASKS.register("mnli")
+class MNLIDevSplit(Task):
+    """MNLI dev-matched split into train / dev / test (runs on CPU); OOD: HANS."""
+
+    name = "mnli"
+    description = "MNLI dev-matched split 8,315 / 500 / 1,000 (seed 13) -> HANS; local files only"
+
+    def load(self, data_dir: Path | None) -> TaskData:
+        path = find_file(data_dir, ["mnli/dev_matched.tsv", "MNLI/dev_matched.tsv", "multinli_1.0_dev_matched.jsonl"], "MNLI dev-matched")
+        train, dev, test = split_seeded(read_mnli_file(path), MNLI_SPLIT_SIZES, MNLI_SPLIT_SEED)
+        hans = load_hans(data_dir)
+        src = local_source([path], f"MNLI dev-matched, seeded split (seed {MNLI_SPLIT_SEED}): train {len(train)} / dev {len(dev)} / test {len(test)}")
+        return TaskData(
+            name=self.name, labels=NLI_LABELS, pair=True, id_metric="accuracy", max_length=128,
+            bias_features="overlap", train=train, dev=dev, test=test, ood={HANS_ID: hans}, sources=[src],
+            note=src.detail,
+        )
+
+
+@TASKS.register("mnli_full")
+class MNLIFull(Task):
+    """Full MNLI training set (local or hub); 5% of train held out as dev; test = dev-matched."""
+
+    name = "mnli_full"
+    description = "MNLI train (5% held out as dev) / dev-matched as test -> HANS; GPU scale"
+
+    def load(self, data_dir: Path | None) -> TaskData:
+        sources: list[DataSource] = []
+        try:
+            tr_path = find_file(data_dir, ["mnli/train.tsv", "MNLI/train.tsv", "multinli_1.0_train.jsonl"], "MNLI train")
+            te_path = find_file(data_dir, ["mnli/dev_matched.tsv", "MNLI/dev_matched.tsv", "multinli_1.0_dev_matched.jsonl"], "MNLI dev-matched")
+            train_all, test = read_mnli_file(tr_path), read_mnli_file(te_path)
+            sources.append(local_source([tr_path, te_path], "MNLI train + dev-matched (local)"))
+        except BenchError as local_err:
+            try:
+                train_all = _hub_nli(load_hub_split(MNLI_HUB, "train"), "mnli-train")
+                test = _hub_nli(load_hub_split(MNLI_HUB, "validation_matched"), "mnli-dev")
+            except BenchError as hub_err:
+                raise BenchError(f"{local_err}; and {hub_err}") from hub_err
+            sources.append(DataSource("hub", MNLI_HUB.describe()))
+        train, dev, _ = split_seeded(train_all, (len(train_all) // 20, 0), MNLI_SPLIT_SEED)
+        return TaskData(
+            name=self.name, labels=NLI_LABELS, pair=True, id_metric="accuracy", max_length=128,
+            bias_features="overlap", train=train, dev=dev, test=test, ood={HANS_ID: load_hans(data_dir)},
+            sources=sources,
+        )
+
+
+def _hub_nli(rows: list[dict], prefix: str) -> list[Example]:
+    return [Example(f"{prefix}-{i}", r["premise"], r["hypothesis"], int(r["label"])) for i, r in enumerate(rows) if int(r["label"]) >= 0]
+
+
+def _strip_bytes_literal(text: str) -> str:
+    """PAWS-QQP copies wrap text as b'...' or b\"...\"."""
+    text = text.strip()
+    if len(text) >= 3 and text[0] == "b" and text[1] in "'\"" and text[-1] == text[1]:
+        return text[2:-1]
+    return text
+
+
+def load_paws(data_dir: Path | None, which: str) -> EvalSet:
+    if which == "qqp":
+        path = find_file(data_dir, ["paws/qqp_dev_and_test.tsv", "paws_qqp/dev_and_test.tsv"], "PAWS-QQP")
+    else:
+        path = find_file(data_dir, ["paws/wiki_test.tsv", "paws_wiki/final/test.tsv", "final/test.tsv"], "PAWS-Wiki")
+    with open(path, encoding="utf-8") as f:
+        has_header = f.readline().startswith("id\t")
+    rows = read_rows(path, None if has_header else ["id", "sentence1", "sentence2", "label"])
+    examples = to_examples(
+        rows, path, ("sentence1",), ("sentence2",), ("label",), {"0": 0, "1": 1},
+        clean=_strip_bytes_literal, uid=("id",),
+    )
+    return EvalSet(
+        name=f"paws_{which}", examples=examples, labels=("not_duplicate", "duplicate"), collapse=(0, 1),
+        metric="f1_weighted", pool="paws", source=local_source([path], f"PAWS-{which} ({len(examples)} pairs)"),
+    )
+
+
+@TASKS.register("qqp")
+class QQP(Task):
+    """QQP train (5% held out as dev) / GLUE dev as test; OOD: PAWS-QQP and PAWS-Wiki."""
+
+    name = "qqp"
+    description = "QQP (local GLUE TSVs or hub) -> PAWS-QQP, PAWS-Wiki; GPU scale"
+
+    def load(self, data_dir: Path | None) -> TaskData:
+        cols = dict(text_a=("question1",), text_b=("question2",), label=("is_duplicate", "label"), label_map={"0": 0, "1": 1})
+        try:
+            tr = find_file(data_dir, ["qqp/train.tsv", "QQP/train.tsv"], "QQP train")
+            te = find_file(data_dir, ["qqp/dev.tsv", "QQP/dev.tsv"], "QQP dev")
+            train_all = to_examples(read_rows(tr), tr, **cols)
+            test = to_examples(read_rows(te), te, **cols)
+            sources = [local_source([tr, te], "QQP GLUE train + dev (local)")]
+        except BenchError as local_err:
+            try:
+                rows_tr, rows_te = load_hub_split(QQP_HUB, "train"), load_hub_split(QQP_HUB, "validation")
+            except BenchError as hub_err:
+                raise BenchError(f"{local_err}; and {hub_err}") from hub_err
+            train_all = [Example(f"qqp-{i}", r["question1"], r["question2"], int(r["label"])) for i, r in enumerate(rows_tr)]
+            test = [Example(f"qqp-dev-{i}", r["question1"], r["question2"], int(r["label"])) for i, r in enumerate(rows_te)]
+            sources = [DataSource("hub", QQP_HUB.describe())]
+        train, dev, _ = split_seeded(train_all, (len(train_all) // 20, 0), MNLI_SPLIT_SEED)
+        ood = {"paws_qqp": load_paws(data_dir, "qqp"), "paws_wiki": load_paws(data_dir, "wiki")}
+        return TaskData(
+            name=self.name, labels=("not_duplicate", "duplicate"), pair=True, id_metric="f1_weighted",
+            max_length=128, bias_features="overlap", train=train, dev=dev, test=test, ood=ood, sources=sources,
+        )

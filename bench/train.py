@@ -1,0 +1,142 @@
+"""The one training loop: AdamW with linear warm-up and decay, evaluation on ID dev every N
+steps, the best checkpoint by ID dev only, dynamic padding, optional bf16 autocast, seeded.
+
+Methods customise it with a loss function (which sees the batch's example indices, so
+per-example bias or teacher probabilities can be looked up) and a step hook (IMP prunes there).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm import tqdm
+from transformers import get_linear_schedule_with_warmup
+
+from bench.api import Context
+from bench.errors import BenchError
+from bench.losses import LOSSES
+from bench.metrics import id_metric
+from bench.predict import autocast, collate, encode, predict_logits
+
+LossFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]  # (logits, y, idx)
+
+
+@dataclass
+class TrainParams:
+    """Fine-tuning recipe (DESIGN section 4, SRNet's MNLI recipe scaled to CPU epochs)."""
+
+    loss: str = "ce"
+    epochs: float = 2.0
+    lr: float = 5e-5
+    batch_size: int = 32
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.01
+    eval_every: int = 0  # steps between ID-dev evaluations; 0 = twice per epoch
+    max_grad_norm: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.loss not in LOSSES:
+            raise BenchError(f"unknown loss '{self.loss}'; choose from {', '.join(LOSSES)}")
+        if self.epochs <= 0 or self.lr <= 0 or self.batch_size < 1:
+            raise BenchError("epochs and lr must be positive and batch_size at least 1")
+        if not 0 <= self.warmup_ratio < 1:
+            raise BenchError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
+
+
+@dataclass
+class TrainResult:
+    steps: int
+    best_step: int
+    best_dev: float
+    seconds: float
+    history: list[dict] = field(default_factory=list)
+
+
+def total_steps(n_train: int, p: TrainParams) -> int:
+    return max(1, math.ceil(p.epochs * math.ceil(n_train / p.batch_size)))
+
+
+def train(
+    model: nn.Module,
+    tokenizer,
+    ctx: Context,
+    p: TrainParams,
+    loss_fn: LossFn,
+    on_step: Callable[[int, int], None] | None = None,
+    select_from: Callable[[int], bool] = lambda step: True,
+    desc: str = "train",
+) -> TrainResult:
+    """Train in place; on return the model holds the best checkpoint by ID dev.
+
+    ``on_step(step, total)`` runs before each optimizer step (step counts from 0);
+    ``select_from(step)`` says whether a checkpoint at this step may be selected
+    (IMP: only once the target sparsity is reached).
+    """
+    task, device = ctx.task, ctx.device
+    torch.manual_seed(ctx.seed)
+    model.to(device).train()
+    enc = encode(tokenizer, task.train, task.max_length)
+    labels = torch.tensor([ex.label for ex in task.train])
+    steps_per_epoch = math.ceil(len(enc) / p.batch_size)
+    total = total_steps(len(enc), p)
+    eval_every = p.eval_every or max(1, steps_per_epoch // 2)
+    params = [q for q in model.parameters() if q.requires_grad]
+    decay = [q for q in params if q.ndim >= 2]
+    no_decay = [q for q in params if q.ndim < 2]
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": p.weight_decay}, {"params": no_decay, "weight_decay": 0.0}], lr=p.lr
+    )
+    sched = get_linear_schedule_with_warmup(opt, int(p.warmup_ratio * total), total)
+    gen = torch.Generator().manual_seed(ctx.seed)
+    best = TrainResult(steps=total, best_step=-1, best_dev=-math.inf, seconds=0.0)
+    best_state = None
+    t0 = time.time()
+    step = 0
+    bar = tqdm(total=total, desc=desc, disable=not ctx.progress, leave=False, dynamic_ncols=True)
+    while step < total:
+        perm = torch.randperm(len(enc), generator=gen)
+        for s in range(0, len(perm), p.batch_size):
+            if step >= total:
+                break
+            if on_step:
+                on_step(step, total)
+            idx = perm[s : s + p.batch_size]
+            batch = collate([enc[i] for i in idx], tokenizer.pad_token_id)
+            with autocast(device, ctx.precision):
+                logits = model(**{k: v.to(device) for k, v in batch.items()}).logits
+            loss = loss_fn(logits.float(), labels[idx].to(device), idx)
+            if not torch.isfinite(loss):
+                raise BenchError(f"loss became {loss.item()} at step {step} (lr {p.lr}, loss {p.loss}); lower --param lr")
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, p.max_grad_norm)
+            opt.step()
+            sched.step()
+            opt.zero_grad(set_to_none=True)
+            step += 1
+            bar.update(1)
+            if step % eval_every == 0 or step == total:
+                dev = evaluate_dev(model, tokenizer, ctx)
+                best.history.append({"step": step, "loss": loss.item(), "dev": dev})
+                bar.set_postfix(loss=f"{loss.item():.3f}", dev=f"{dev:.3f}")
+                if select_from(step) and dev > best.best_dev:
+                    best.best_dev, best.best_step = dev, step
+                    best_state = copy.deepcopy({k: v.detach().cpu() for k, v in model.state_dict().items()})
+                model.train()
+    bar.close()
+    if best_state is None:
+        raise BenchError("no checkpoint was eligible for selection; train longer (--param epochs)")
+    model.load_state_dict(best_state)
+    best.seconds = time.time() - t0
+    return best
+
+
+def evaluate_dev(model: nn.Module, tokenizer, ctx: Context) -> float:
+    logits = predict_logits(model, tokenizer, ctx.task.dev, ctx.task.max_length, ctx.device, ctx.precision)
+    return id_metric(ctx.task.id_metric, np.array([e.label for e in ctx.task.dev]), logits.argmax(1))

@@ -1,0 +1,1 @@
+"""The leaderboard: Markdown generated from run records only."""

@@ -1,0 +1,130 @@
+"""Build the leaderboard Markdown from run records (and nothing else).
+
+One table per (task, suite, backbone): rows are method (+ loss) @ target sparsity, columns the
+ID metric, every OOD set, HANS-style means over heuristics per gold label, F_bias per pool,
+achieved sparsity, non-zero parameters and the seeds. A cell with several seeds shows
+mean ± std (sample std). A second table per task gives every OOD cell (heuristic x label).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+import numpy as np
+import pandas as pd
+
+from bench.records import Record
+
+
+def fmt(values: list[float], scale: float = 100.0, digits: int = 1) -> str:
+    vals = [v * scale for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    if not vals:
+        return "–"
+    if len(vals) == 1:
+        return f"{vals[0]:.{digits}f}"
+    return f"{np.mean(vals):.{digits}f} ± {np.std(vals, ddof=1):.{digits}f}"
+
+
+def _row_key(r: Record) -> tuple:
+    target = r.sparsity.get("target")
+    return (0 if target is None else 1, r.label, target or 0.0)
+
+
+def _columns(records: list[Record]) -> list[tuple[str, str, float, int]]:
+    """(header, metric key, scale, digits) in a stable order."""
+    keys = sorted({k for r in records for k in r.metrics})
+    id_name = records[0].details.get("id_metric", "accuracy")
+    cols = [(f"ID {'F1' if id_name == 'f1_weighted' else 'acc'}", "id", 100.0, 1)]
+    sets = [k.split("/")[1] for k in keys if k.startswith("ood/") and k.count("/") == 1]
+    for s in sets:
+        cols.append((s, f"ood/{s}", 100.0, 1))
+        means = [k for k in keys if k.startswith(f"ood/{s}/mean/")]
+        for k in means:
+            cols.append((f"{s} {k.rsplit('/', 1)[1]} (mean of cells)", k, 100.0, 1))
+        share = [k for k in keys if k.startswith(f"ood/{s}/share/")]
+        if means:
+            cols += [(f"{s} predicted {k.rsplit('/', 1)[1]} %", k, 100.0, 1) for k in share]
+    cols += [(f"F_bias {k.split('/', 1)[1]}", k, 1.0, 2) for k in keys if k.startswith("f_bias/")]
+    return cols
+
+
+def table(records: list[Record]) -> pd.DataFrame:
+    groups: dict[tuple, list[Record]] = defaultdict(list)
+    for r in records:
+        groups[_row_key(r)].append(r)
+    cols = _columns(records)
+    rows = []
+    for key in sorted(groups):
+        rs = sorted(groups[key], key=lambda r: r.seed)
+        target = rs[0].sparsity.get("target")
+        row = {"method": rs[0].label, "target sparsity": "dense" if target is None else f"{target:.0%}"}
+        for header, metric, scale, digits in cols:
+            row[header] = fmt([r.metrics.get(metric) for r in rs], scale, digits)
+        row["sparsity % (achieved)"] = fmt([r.sparsity["sparsity"] for r in rs], 100.0, 1)
+        row["non-zero params (M)"] = fmt([r.sparsity["nonzero_params"] for r in rs], 1e-6, 2)
+        row["seeds"] = ",".join(str(r.seed) for r in rs)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def cell_table(records: list[Record]) -> pd.DataFrame | None:
+    cell_keys = sorted({k for r in records for k in r.metrics if k.startswith("ood/") and k.count("/") == 3
+                        and "/mean/" not in k and "/share/" not in k})
+    if not cell_keys:
+        return None
+    groups: dict[tuple, list[Record]] = defaultdict(list)
+    for r in records:
+        groups[_row_key(r)].append(r)
+    rows = []
+    for key in sorted(groups):
+        rs = groups[key]
+        target = rs[0].sparsity.get("target")
+        row = {"method": rs[0].label, "target sparsity": "dense" if target is None else f"{target:.0%}"}
+        for k in cell_keys:
+            row["/".join(k.split("/")[1:])] = fmt([r.metrics.get(k) for r in rs])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _sources(records: Iterable[Record]) -> str:
+    notes = {r.provenance["data"].get("note", "") for r in records} - {""}
+    kinds = {s["kind"] + ": " + s["detail"] for r in records for s in r.provenance["data"]["sources"]}
+    return "; ".join(sorted(notes)) or "; ".join(sorted(kinds))
+
+
+def build(records: list[Record]) -> str:
+    out = [
+        "# Leaderboard",
+        "",
+        f"Generated from {len(records)} run records by `python -m bench leaderboard` on "
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Do not edit by hand.",
+        "",
+        "Numbers are percentages (F_bias a ratio; below 1 is less biased than the full standard-CE model "
+        "of the same backbone, task and seed). Several seeds: mean ± sample std. "
+        "Sparsity counts the 36 encoder matrices per DESIGN section 3.",
+        "",
+    ]
+    by_table: dict[tuple, list[Record]] = defaultdict(list)
+    for r in records:
+        by_table[(r.task, r.suite, r.backbone)].append(r)
+    for (task, suite, backbone), rs in sorted(by_table.items()):
+        versions = sorted({f"transformers {r.provenance['versions'].get('transformers')}, torch {r.provenance['versions'].get('torch')}" for r in rs})
+        devices = sorted({r.provenance["device"].get("name", "?") for r in rs})
+        sizes = rs[0].details.get("sizes", {})
+        out += [
+            f"## {task} — suite `{suite}`",
+            "",
+            f"- backbone: `{backbone}`; data: {_sources(rs)}",
+            f"- evaluated examples: {', '.join(f'{k} {v}' for k, v in sizes.items())}",
+            f"- {'; '.join(versions)}; device: {'; '.join(devices)}",
+            "",
+            table(rs).to_markdown(index=False),
+            "",
+        ]
+        cells = cell_table(rs)
+        if cells is not None:
+            out += [f"Per-cell accuracy (heuristic / gold label), {task}:", "", cells.to_markdown(index=False), ""]
+    return "\n".join(out)

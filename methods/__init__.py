@@ -1,0 +1,1 @@
+"""Built-in methods. A method makes a candidate and never imports a suite."""

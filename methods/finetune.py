@@ -1,0 +1,35 @@
+"""Full fine-tuning of the backbone with a standard or debiasing loss (DESIGN section 4).
+
+With ``loss=ce`` this is the "full" model every F_bias is measured against.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bench.api import Candidate, Context, Method
+from bench.backbone import load_classifier, load_tokenizer
+from bench.objectives import make_loss
+from bench.registry import METHODS
+from bench.train import TrainParams, train
+
+
+@dataclass
+class FinetuneParams(TrainParams):
+    pass
+
+
+@METHODS.register("finetune")
+class Finetune(Method):
+    name = "finetune"
+    description = "dense fine-tuning with loss ce | poe | reweight | confreg (the full-model reference)"
+    Params = FinetuneParams
+
+    def build(self, ctx: Context, params: FinetuneParams) -> Candidate:
+        tok = load_tokenizer(ctx.backbone)
+        model = load_classifier(ctx.backbone, len(ctx.task.labels), ctx.seed)
+        loss_fn, info = make_loss(params.loss, ctx, model, tok)
+        result = train(model, tok, ctx, params, loss_fn, desc=f"finetune {params.loss}")
+        info.update(best_step=result.best_step, best_dev=result.best_dev, train_steps=result.steps,
+                    train_seconds=result.seconds, history=result.history)
+        return Candidate(model=model, tokenizer=tok, lineage={}, info=info)
