@@ -63,7 +63,7 @@ def load_classifier(bb: Backbone, num_labels: int, seed: int):
     try:
         model = AutoModelForSequenceClassification.from_pretrained(
             bb.path, num_labels=num_labels, local_files_only=bb.local_only, trust_remote_code=False,
-            use_safetensors=None,
+            ignore_mismatched_sizes=True,  # a backbone fine-tuned elsewhere gets a fresh head
         )
     except Exception as e:
         raise _unavailable(bb, e) from e

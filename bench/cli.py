@@ -33,7 +33,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--precision", default="fp32", choices=["fp32", "bf16"], help="bf16 autocast or fp32")
     run.add_argument("--max-examples", type=int, help="cap every split at N examples (stratified, seeded)")
     run.add_argument("--force", action="store_true", help="rerun even if the record exists")
-    run.add_argument("--quiet", action="store_true", help="no progress bars")
+    run.add_argument("--quiet", action="store_true", help="no progress bars or progress lines")
 
     sub.add_parser("ls", help="list methods, suites and tasks with their parameters")
 
@@ -79,7 +79,8 @@ def cmd_run(a: argparse.Namespace) -> None:
         params=split_assignments(a.param), data_dir=a.data_dir, max_examples=a.max_examples,
         device=a.device, precision=a.precision,
     )
-    runner = Runner(Path(a.out), progress=not a.quiet, log=lambda m: print(m, file=sys.stderr))
+    log = (lambda m: None) if a.quiet else (lambda m: print(m, file=sys.stderr))
+    runner = Runner(Path(a.out), progress=not a.quiet, log=log)
     for spec in specs:
         record = runner.run(spec, force=a.force)
         shown = {k: round(v, 4) for k, v in record.metrics.items() if k.count("/") <= 1}

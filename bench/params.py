@@ -24,6 +24,8 @@ def split_assignments(items: list[str]) -> dict[str, str]:
 
 def convert(value: Any, typ: Any, key: str) -> Any:
     if not isinstance(value, str):
+        if typ is float and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)  # one spelling per configuration: 2 and 2.0 hash alike
         return value
     try:
         if typ is bool:

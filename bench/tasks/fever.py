@@ -7,7 +7,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.data import DataSource, EvalSet, Example, TaskData, find_file, local_source, read_rows, split_seeded, to_examples
+from bench.data import (
+    DataSource,
+    EvalSet,
+    Example,
+    TaskData,
+    find_file,
+    local_source,
+    read_rows,
+    split_seeded,
+    to_examples,
+)
 from bench.errors import BenchError
 from bench.hub import HubSpec, load_hub_split
 from bench.registry import TASKS

@@ -7,7 +7,10 @@ three HANS counter-example types (lexical-overlap swap, subsequence, constituent
 in training but rare. Contradiction is marked by antonyms *and* negation, and negation also
 occurs in premises of other labels, so no single cue is perfect. The OOD set is built like
 HANS (McCoy et al. 2019): three heuristics x {entailment, non-entailment}, every hypothesis fully
-covered by its premise, so the shortcut is right on exactly half of it.
+covered by its premise, so the shortcut is right on exactly half of it. As HANS differs from
+MNLI in vocabulary and constructions, the OOD set uses nouns never seen in training and, for
+each heuristic, constructions that training does not contain (``OOD_CELLS``): a model that
+learned the rule generalises, one that learned "overlap -> entailment" does not.
 
 Everything is generated from the seed; the record stores a checksum of the generated text.
 """
@@ -24,13 +27,14 @@ from bench.registry import TASKS
 from bench.tasks import Task
 from bench.tasks.glue import NLI_LABELS
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 SIZES = {"train": 3000, "dev": 500, "test": 1000}
 OOD_PER_CELL = 300
 P_ENTAIL_GIVEN_OVERLAP = 0.80
 
 PEOPLE = ("doctor lawyer artist student senator athlete judge banker author tourist manager secretary "
           "scientist president actor professor farmer pilot chef nurse soldier dancer singer writer").split()
+OOD_PEOPLE = "baker coach editor guard pianist surgeon poet sailor clerk mayor tailor golfer".split()
 PLACES = "park library museum office station hotel school hospital theater market airport restaurant".split()
 ADJS = "tall young old famous quiet busy clever angry happy tired".split()
 ADVS = ["yesterday", "twice", "on monday", "for money", "in secret", "last year", "again", "at night"]
@@ -165,6 +169,53 @@ def c_antonym_passive(r):
     return f"{_np(a, r, .3)} {v[1]} the {b}", f"the {b} was {v[3]} by the {a}"
 
 
+# --- held-out constructions, OOD only ---------------------------------------------------------
+def _ood_people(r: random.Random, k: int) -> list[str]:
+    return r.sample(OOD_PEOPLE, k)
+
+
+def ood_lex_e(r):  # "both ... and": the conjunction of training, another form
+    a, b, c = _ood_people(r, 3)
+    v = r.choice(VERBS)
+    return f"the {a} {v[1]} both the {b} and the {c}", f"the {a} {v[1]} the {c}"
+
+
+def ood_lex_n(r):  # swap around a passive-free relative object
+    a, b, c = _ood_people(r, 3)
+    v, v2 = r.sample(VERBS, 2)
+    return f"the {a} {v[1]} the {b} that the {c} {v2[1]}", f"the {b} {v[1]} the {a}"
+
+
+def ood_sub_e(r):
+    a, b = _ood_people(r, 2)
+    v = r.choice(VERBS)
+    return f"the {a} {v[1]} the {b} {r.choice(['at noon', 'before lunch', 'after dinner'])}", f"the {a} {v[1]} the {b}"
+
+
+def ood_sub_n(r):  # PP-modified subject with prepositions training never uses
+    a, b, c = _ood_people(r, 3)
+    v = r.choice(VERBS)
+    return f"the {a} {r.choice(['behind', 'beside', 'with'])} the {c} {v[1]} the {b}", f"the {c} {v[1]} the {b}"
+
+
+def ood_con_e(r):
+    a, b, c = _ood_people(r, 3)
+    v = r.choice(VERBS)
+    head = r.choice(["obviously", "definitely", "now that"])
+    if head == "now that":
+        return f"now that the {a} {v[1]} the {b} , the {c} {r.choice(INTRANS)}", f"the {a} {v[1]} the {b}"
+    return f"{head} the {a} {v[1]} the {b}", f"the {a} {v[1]} the {b}"
+
+
+def ood_con_n(r):
+    a, b, c = _ood_people(r, 3)
+    v = r.choice(VERBS)
+    head = r.choice(["probably", "supposedly", "the {c} doubts that", "in case"])
+    if head == "in case":
+        return f"in case the {a} {v[1]} the {b} , the {c} {r.choice(INTRANS)}", f"the {a} {v[1]} the {b}"
+    return f"{head.format(c=c)} the {a} {v[1]} the {b}", f"the {a} {v[1]} the {b}"
+
+
 # Mixture weights. Full-overlap types: entailed {e_drop, e_relative, e_conj, e_constituent} =
 # 0.26 vs counter-examples {n_swap, n_subsequence, n_constituent} = 0.065 -> P(E | overlap) = 0.8.
 _FULL_E = 0.26
@@ -177,11 +228,12 @@ TRAIN_MIX: list[tuple[Gen, int, float]] = [
     (c_antonym, C, 0.10), (c_negation, C, 0.09), (c_negprem, C, 0.08), (c_antonym_passive, C, 1 / 3 - 0.27),
 ]
 
-# HANS-like cells: (heuristic, gold) -> generator; every hypothesis is covered by its premise.
+# HANS-like cells: (heuristic, gold) -> generator; every hypothesis is covered by its premise,
+# with held-out nouns and constructions.
 OOD_CELLS: dict[tuple[str, int], Gen] = {
-    ("lexical_overlap", 0): e_conj, ("lexical_overlap", 1): n_swap,
-    ("subsequence", 0): e_drop, ("subsequence", 1): n_subsequence,
-    ("constituent", 0): e_constituent, ("constituent", 1): n_constituent,
+    ("lexical_overlap", 0): ood_lex_e, ("lexical_overlap", 1): ood_lex_n,
+    ("subsequence", 0): ood_sub_e, ("subsequence", 1): ood_sub_n,
+    ("constituent", 0): ood_con_e, ("constituent", 1): ood_con_n,
 }
 
 

@@ -1,0 +1,93 @@
+"""Bad input: one line naming the problem on stderr, exit code 2, no traceback."""
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from bench.cli import main
+
+
+def _err(capsys, argv) -> str:
+    code = main(argv)
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    return err
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--method", "fintune", "--suite", "ood"], "unknown method 'fintune'; did you mean 'finetune'?"),
+        (["--method", "imp", "--suite", "oodd"], "unknown suite 'oodd'; did you mean 'ood'?"),
+        (["--method", "imp", "--suite", "ood", "--task", "mnl"], "unknown task 'mnl'; did you mean 'mnli'?"),
+        (["--method", "imp", "--suite", "ood", "--param", "lrr=1"], "unknown parameter 'lrr' for method 'imp'; did you mean 'lr'?"),
+        (["--method", "imp", "--suite", "ood", "--sparsity", "1.2"], "sparsity must be in [0, 1), got 1.2"),
+        (["--method", "imp", "--suite", "ood", "--sparsity", "-0.1"], "sparsity must be in [0, 1), got -0.1"),
+    ],
+)
+def test_bad_names_and_values(capsys, tmp_path, argv, message):
+    assert message in _err(capsys, ["run", *argv, "--out", str(tmp_path)])
+
+
+def test_missing_data_directory(capsys, tmp_path):
+    err = _err(capsys, ["run", "--method", "finetune", "--suite", "ood", "--task", "mnli",
+                        "--data-dir", str(tmp_path / "nowhere"), "--out", str(tmp_path)])
+    assert "does not exist" in err
+
+
+def test_missing_data_file(capsys, tmp_path):
+    err = _err(capsys, ["run", "--method", "finetune", "--suite", "ood", "--task", "mnli",
+                        "--data-dir", str(tmp_path), "--out", str(tmp_path)])
+    assert "MNLI dev-matched: none of mnli/dev_matched.tsv" in err
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("index\tpremise\tgold_label\n1\ta\tentailment\n", "missing column hypothesis / sentence2"),
+        ("index\tpremise\thypothesis\tgold_label\n1\ta\tb\tyes\n", "unknown label 'yes'"),
+    ],
+)
+def test_malformed_data_file(capsys, tmp_path, content, message):
+    (tmp_path / "mnli").mkdir()
+    (tmp_path / "mnli" / "dev_matched.tsv").write_text(content)
+    err = _err(capsys, ["run", "--method", "finetune", "--suite", "ood", "--task", "mnli",
+                        "--data-dir", str(tmp_path), "--out", str(tmp_path / "o")])
+    assert message in err and "dev_matched.tsv" in err
+
+
+def test_unreadable_checkpoint(capsys, tmp_path, tiny_bert):
+    bad = tmp_path / "bad_ckpt"
+    shutil.copytree(tiny_bert, bad)
+    (bad / "model.safetensors").write_bytes(b"\x00garbage")
+    err = _err(capsys, ["run", "--method", "finetune", "--suite", "ood", "--backbone", str(bad),
+                        "--max-examples", "8", "--out", str(tmp_path / "o"), "--quiet"])
+    assert f"checkpoint {bad}" in err and "unreadable" in err
+
+
+def test_backbone_not_available_offline(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    err = _err(capsys, ["run", "--method", "finetune", "--suite", "ood", "--backbone", "no-such-org/no-such-model",
+                        "--max-examples", "8", "--out", str(tmp_path), "--quiet"])
+    assert "not available offline" in err and "--backbone DIR" in err
+
+
+def test_ls_lists_parameters_and_defaults(capsys):
+    assert main(["ls"]) == 0
+    out = capsys.readouterr().out
+    assert "imp" in out and "rewind (bool) = False" in out and "nli_synth" in out and "hans" in out
+
+
+def test_leaderboard_without_records_is_an_error(capsys, tmp_path):
+    assert "no records directory" in _err(capsys, ["leaderboard", "--out", str(tmp_path)])
+
+
+def test_module_entry_point_exits_non_zero_without_traceback(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "bench", "run", "--method", "nope", "--suite", "ood",
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith("bench: error: unknown method 'nope'")
+    assert "Traceback" not in proc.stderr

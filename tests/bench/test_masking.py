@@ -1,0 +1,79 @@
+import pytest
+import torch
+from transformers import AutoModelForSequenceClassification
+
+from bench.errors import BenchError
+from bench.masking import (
+    apply_masks,
+    bake,
+    check_sparsity,
+    current_masks,
+    magnitude_masks,
+    prunable_linears,
+    sparsity_report,
+)
+
+
+@pytest.fixture
+def model(tiny_bert):
+    return AutoModelForSequenceClassification.from_pretrained(tiny_bert, num_labels=3)
+
+
+def test_prunable_set_is_six_matrices_per_layer(model):
+    names = prunable_linears(model)
+    assert len(names) == 2 * 6
+    assert not any("classifier" in n or "pooler" in n or "embeddings" in n for n in names)
+
+
+@pytest.mark.parametrize("s", [0.0, 0.1, 0.5, 0.73, 0.9])
+def test_magnitude_masks_meet_the_target_in_every_matrix(model, s):
+    apply_masks(model, magnitude_masks(model, s))
+    rep = sparsity_report(model)
+    for name, lin in prunable_linears(model).items():
+        assert rep.per_matrix[name] == round(s * lin.weight.numel()) / lin.weight.numel()
+    assert rep.head_sparsity == 0.0
+    assert rep.prunable == sum(lin.weight.numel() for lin in prunable_linears(model).values())
+
+
+def test_masks_keep_largest_magnitudes_and_only_grow(model):
+    masks = magnitude_masks(model, 0.3)
+    for name, lin in prunable_linears(model).items():
+        w = lin.weight.detach().abs()
+        assert w[masks[name]].min() >= w[~masks[name]].max()
+    apply_masks(model, masks)
+    with torch.no_grad():  # make a pruned weight large: it must stay pruned
+        lin = next(iter(prunable_linears(model).values()))
+        lin.parametrizations.weight.original.mul_(~lin.parametrizations.weight[0].mask * 100 + 1)
+    first = current_masks(model)
+    apply_masks(model, magnitude_masks(model, 0.6))
+    second = current_masks(model)
+    for name in first:
+        assert not (second[name] & ~first[name]).any(), "a pruned weight came back"
+
+
+def test_in_place_update_keeps_the_same_parameter_objects(model):
+    before = [id(p) for p in model.parameters()]
+    apply_masks(model, magnitude_masks(model, 0.2))
+    after_first = [id(p) for p in model.parameters()]
+    apply_masks(model, magnitude_masks(model, 0.4))
+    assert [id(p) for p in model.parameters()] == after_first
+    assert len(before) == len(after_first)
+
+
+def test_bake_gives_plain_weights_and_same_outputs(model):
+    apply_masks(model, magnitude_masks(model, 0.5))
+    model.eval()
+    x = torch.randint(0, 1000, (2, 7))
+    with torch.no_grad():
+        before = model(input_ids=x).logits
+    bake(model)
+    assert not current_masks(model)
+    with torch.no_grad():
+        assert torch.equal(model(input_ids=x).logits, before)
+    assert sparsity_report(model).sparsity == pytest.approx(0.5, abs=1e-6)
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.0, 1.5])
+def test_sparsity_outside_unit_interval_is_an_error(bad):
+    with pytest.raises(BenchError, match="sparsity must be in"):
+        check_sparsity(bad)

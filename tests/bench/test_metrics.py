@@ -1,0 +1,36 @@
+import math
+
+import numpy as np
+import pytest
+
+from bench.metrics import accuracy, bias_degree, cells, collapse, f_bias, weighted_f1
+
+
+def test_hans_collapse_maps_neutral_and_contradiction_to_non_entailment():
+    pred3 = np.array([0, 1, 2, 0, 2])
+    assert collapse(pred3, (0, 1, 1)).tolist() == [0, 1, 1, 0, 1]
+
+
+def test_hans_cells_are_accuracy_per_heuristic_and_gold_label():
+    y = np.array([0, 0, 1, 1, 0, 1])
+    p = np.array([0, 1, 1, 0, 0, 0])
+    g = ["lex", "lex", "lex", "lex", "sub", "sub"]
+    c = cells(y, p, g, ("entailment", "non-entailment"))
+    assert c == {"lex/entailment": 0.5, "lex/non-entailment": 0.5, "sub/entailment": 1.0, "sub/non-entailment": 0.0}
+
+
+def test_weighted_f1_matches_hand_computation():
+    # class 0: support 3, tp 2, fp 1, fn 1 -> P 2/3, R 2/3, F1 2/3
+    # class 1: support 2, tp 1, fp 1, fn 1 -> P 1/2, R 1/2, F1 1/2
+    y = np.array([0, 0, 0, 1, 1])
+    p = np.array([0, 0, 1, 1, 0])
+    assert weighted_f1(y, p) == pytest.approx((3 * 2 / 3 + 2 * 0.5) / 5)
+    assert accuracy(y, p) == pytest.approx(0.6)
+
+
+def test_f_bias_is_ratio_of_relative_drops():
+    # full: 80 dev, 60 ood -> D 0.25; compressed: 75 dev, 60 ood -> D 0.2
+    assert bias_degree(0.8, 0.6) == pytest.approx(0.25)
+    assert f_bias(0.75, 0.6, 0.8, 0.6) == pytest.approx(0.8)
+    assert f_bias(0.8, 0.6, 0.8, 0.6) == pytest.approx(1.0)
+    assert math.isnan(f_bias(0.7, 0.6, 0.8, 0.8))  # no drop in the full model: undefined

@@ -1,0 +1,94 @@
+import json
+
+import numpy as np
+import pytest
+
+from bench.errors import BenchError
+from bench.predict import predict_logits
+from bench.records import write_atomic
+from bench.runner import expand
+
+
+def test_imp_run_writes_record_with_reference_and_provenance(runner, run_spec):
+    rec = runner.run(run_spec("imp", sparsity=0.5))
+    assert rec.sparsity["target"] == 0.5 and rec.sparsity["sparsity"] == pytest.approx(0.5, abs=1e-6)
+    assert rec.sparsity["prunable"] == 2 * (3 * 32 * 32 + 32 * 32 + 2 * 32 * 64)
+    assert set(rec.sparsity["per_matrix"].values()) == {0.5}
+    assert rec.reference and rec.reference.startswith("nli_synth__finetune")
+    assert "f_bias/hans" in rec.metrics and "ood/hans_synth/subsequence/non-entailment" in rec.metrics
+    prov = rec.provenance
+    assert prov["config"]["seed"] == 0 and prov["versions"]["torch"] and prov["device"]["type"] == "cpu"
+    assert any(s["sha256"] for s in prov["data"]["sources"])
+    records = sorted((runner.out / "records").glob("*.json"))
+    assert len(records) == 2  # the run and its full-model reference
+    preds = (runner.out / "records" / rec.predictions).resolve().read_text().splitlines()
+    assert len(preds) == 40 + 40  # test + OOD, capped by max_examples
+    row = json.loads(preds[0])
+    assert {"set", "uid", "gold", "pred", "logits"} <= set(row)
+
+
+def test_f_bias_matches_the_two_records(runner, run_spec):
+    rec = runner.run(run_spec("finetune", params={"loss": "poe", "epochs": 2, "batch_size": 8}))
+    ref = runner.run(run_spec("finetune"))
+    assert rec.reference == ref.run_id
+    d = lambda m: (m["id"] - m["pool/hans"]) / m["id"]  # noqa: E731
+    if d(ref.metrics) != 0:
+        assert rec.metrics["f_bias/hans"] == pytest.approx(d(rec.metrics) / d(ref.metrics))
+    assert ref.reference == ref.run_id and ref.metrics["f_bias/hans"] in (1.0,) or np.isnan(ref.metrics["f_bias/hans"])
+
+
+def test_rerun_skips_finished_records_and_reuses_artifacts(runner, run_spec, monkeypatch):
+    first = runner.run(run_spec("finetune"))
+    import methods.finetune as ft
+
+    monkeypatch.setattr(ft.Finetune, "build", lambda *a, **k: pytest.fail("rebuilt a cached candidate"))
+    again = runner.run(run_spec("finetune"))
+    assert again.run_id == first.run_id and again.metrics == first.metrics
+    other_suite = runner.run(run_spec("finetune", suite="hans"))  # same artifact, another suite
+    assert other_suite.metrics["ood/hans_synth"] == first.metrics["ood/hans_synth"]
+
+
+def test_cached_candidate_gives_the_same_logits(runner, run_spec):
+    spec = run_spec("imp", sparsity=0.3)
+    built = runner.candidate(spec)
+    loaded = runner.candidate(spec)
+    task = runner.task_data(spec)
+    a = predict_logits(built.model, built.tokenizer, task.test, 64, runner.device(spec))
+    b = predict_logits(loaded.model, loaded.tokenizer, task.test, 64, runner.device(spec))
+    assert np.allclose(a, b, atol=1e-5)
+    assert {k: v.sum() for k, v in loaded.masks.items()} == {k: v.sum() for k, v in built.masks.items()}
+
+
+def test_corrupt_cached_checkpoint_is_a_clear_error(runner, run_spec):
+    spec = run_spec("finetune")
+    cand = runner.candidate(spec)
+    art = runner.out / "artifacts" / cand.lineage["key"]
+    (art / "model.safetensors").write_bytes(b"not a safetensors file")
+    with pytest.raises(BenchError, match="unreadable.*delete that directory"):
+        runner.candidate(spec)
+
+
+def test_expand_makes_one_run_per_sparsity_and_seed():
+    specs = expand("imp", "ood", [0.2, 0.5], [0, 1, 2], params={"loss": "poe"})
+    assert len(specs) == 6 and {s.sparsity for s in specs} == {0.2, 0.5}
+    assert specs[0].params == {"loss": "poe"}
+    with pytest.raises(BenchError, match="dense and takes no --sparsity"):
+        expand("finetune", "ood", [0.5], [0])
+    with pytest.raises(BenchError, match=r"sparsity must be in \[0, 1\)"):
+        expand("imp", "ood", [1.0], [0])
+
+
+def test_write_atomic_leaves_no_partial_file(tmp_path):
+    target = tmp_path / "r.json"
+    write_atomic(target, "old")
+
+
+    with pytest.raises(TypeError):
+        write_atomic(target, 123)  # fails while writing
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_nan_loss_stops_with_a_clear_error(runner, run_spec):
+    with pytest.raises(BenchError, match="loss became nan"):
+        runner.run(run_spec("finetune", params={"lr": 1e30, "epochs": 2, "batch_size": 8, "max_grad_norm": 1e30}))

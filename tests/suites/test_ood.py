@@ -1,0 +1,90 @@
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from bench.api import Candidate
+from bench.data import DataSource, EvalSet, Example, TaskData
+from bench.errors import BenchError
+from suites.ood import HANS, OOD, PAWS
+
+
+class FixedModel(torch.nn.Module):
+    """Predicts the label written as the last word of the hypothesis ('p0', 'p1', 'p2')."""
+
+    def __init__(self, tok):
+        super().__init__()
+        self.config = SimpleNamespace(num_labels=3)
+        self.ids = {tok.convert_tokens_to_ids(f"{w}"): i for i, w in enumerate(["zero", "one", "two"])}
+        self.w = torch.nn.Parameter(torch.zeros(1))
+
+    def forward(self, input_ids, **_):
+        out = torch.full((input_ids.shape[0], 3), -5.0)
+        for row, ids in enumerate(input_ids.tolist()):
+            for tid, label in self.ids.items():
+                if tid in ids:
+                    out[row, label] = 5.0
+        return SimpleNamespace(logits=out)
+
+
+WORDS = ["zero", "one", "two"]
+
+
+def _ex(uid, label, pred, group=""):
+    return Example(uid, "premise text", f"hypothesis {WORDS[pred]}", label, group)
+
+
+@pytest.fixture
+def ctx(tiny_bert):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_bert)
+    test = [_ex("t1", 0, 0), _ex("t2", 1, 1), _ex("t3", 2, 0), _ex("t4", 2, 2)]
+    hans = [
+        _ex("h1", 0, 0, "lexical_overlap"), _ex("h2", 1, 0, "lexical_overlap"),
+        _ex("h3", 1, 2, "lexical_overlap"), _ex("h4", 0, 1, "subsequence"), _ex("h5", 1, 1, "subsequence"),
+    ]
+    src = DataSource("synthetic", "test")
+    task = TaskData("t", ("entailment", "neutral", "contradiction"), True, "accuracy", 32, "overlap",
+                    train=test, dev=test, test=test, sources=[src],
+                    ood={"hans": EvalSet("hans", hans, ("entailment", "non-entailment"), (0, 1, 1), "accuracy", "hans", src)})
+    cand = Candidate(model=FixedModel(tok), tokenizer=tok, lineage={}, sparsity=SimpleNamespace())
+    return SimpleNamespace(task=task, device=torch.device("cpu"), precision="fp32"), cand
+
+
+def test_ood_suite_metrics_by_hand(ctx):
+    c, cand = ctx
+    res = OOD().evaluate(cand, c)
+    m = res.metrics
+    assert m["id"] == 0.75
+    # HANS: preds collapse to [0, 0, 1, 1, 1] vs gold [0, 1, 1, 0, 1] -> 3/5
+    assert m["ood/hans"] == pytest.approx(0.6)
+    assert m["ood/hans/lexical_overlap/entailment"] == 1.0
+    assert m["ood/hans/lexical_overlap/non-entailment"] == 0.5
+    assert m["ood/hans/subsequence/entailment"] == 0.0
+    assert m["ood/hans/mean/non-entailment"] == pytest.approx(0.75)
+    assert m["ood/hans/share/entailment"] == pytest.approx(0.4)
+    assert m["pool/hans"] == pytest.approx(0.6)
+    assert len(res.predictions) == 4 + 5
+    fb = OOD().compare(m, {"id": 0.8, "pool/hans": 0.4})
+    assert fb["f_bias/hans"] == pytest.approx(((0.75 - 0.6) / 0.75) / 0.5)
+    assert HANS().evaluate(cand, c).metrics["ood/hans"] == m["ood/hans"]
+
+
+def test_part_without_a_matching_set_is_an_error(ctx):
+    c, cand = ctx
+    with pytest.raises(BenchError, match="suite 'paws' has no OOD set for task 't'"):
+        PAWS().evaluate(cand, c)
+
+
+def test_paws_uses_weighted_f1(ctx):
+    c, cand = ctx
+    src = DataSource("synthetic", "x")
+    paws = [_ex("p1", 0, 0), _ex("p2", 0, 0), _ex("p3", 1, 0), _ex("p4", 1, 1)]
+    c.task.ood = {"paws_wiki": EvalSet("paws_wiki", paws, ("no", "yes"), (0, 1, 1), "f1_weighted", "paws", src)}
+    m = PAWS().evaluate(cand, c).metrics
+    # class 0: P 2/3 R 1 F1 .8 (support 2); class 1: P 1 R .5 F1 2/3 (support 2)
+    assert m["ood/paws_wiki"] == pytest.approx((0.8 + 2 / 3) / 2)
+    assert m["ood/paws_wiki/acc"] == 0.75
+    assert np.isclose(m["pool/paws"], m["ood/paws_wiki"])
