@@ -7,11 +7,11 @@ execute anything on load.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from bench.errors import BenchError
+from bench.hub import hub_reachable
 
 EMBEDDED = "minilm"
 
@@ -39,8 +39,17 @@ def resolve(name: str) -> Backbone:
         if not (p / "config.json").is_file():
             raise BenchError(f"backbone directory {p} has no config.json (expected a Hugging Face model directory)")
         return Backbone(name, str(p.resolve()), True)
-    offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false")
-    return Backbone(name, name, offline)
+    return Backbone(name, name, local_only=not hub_reachable())
+
+
+def check_available(bb: Backbone) -> None:
+    """Fail before any work when the backbone's config cannot be read."""
+    from transformers import AutoConfig
+
+    try:
+        AutoConfig.from_pretrained(bb.path, local_files_only=bb.local_only, trust_remote_code=False)
+    except Exception as e:
+        raise _unavailable(bb, e) from e
 
 
 def load_tokenizer(bb: Backbone):

@@ -5,9 +5,38 @@ Revisions are pinned per dataset in ``HubSpec``; the record stores id, config an
 
 from __future__ import annotations
 
+import functools
+import os
+import socket
 from dataclasses import dataclass
+from urllib.parse import urlparse
 
 from bench.errors import BenchError
+
+
+def hub_reachable() -> bool:
+    """One quick connection attempt, so that offline machines fail in seconds instead of
+    sitting through the hub clients' retry loops; HF_HUB_OFFLINE=1 skips even that."""
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() not in ("0", "", "false"):
+        return False
+    return _connects()
+
+
+@functools.cache
+def _connects(timeout: float = 3.0) -> bool:
+    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
+    try:
+        socket.create_connection((host, 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def go_offline_unless_reachable() -> None:
+    """Put the hub clients in offline mode (cache only) when the hub cannot be reached."""
+    if not hub_reachable():
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        os.environ["HF_DATASETS_OFFLINE"] = "1"
 
 
 @dataclass(frozen=True)
@@ -23,6 +52,7 @@ class HubSpec:
 
 def load_hub_split(spec: HubSpec, split: str) -> list[dict]:
     """Rows of one split, or a BenchError that says how to provide the data offline."""
+    go_offline_unless_reachable()
     try:
         import datasets  # heavy import, only when the hub is really used
 

@@ -24,7 +24,7 @@ from safetensors.torch import load_file, save_file
 
 from bench import __version__
 from bench.api import Candidate, Context, Method, Suite
-from bench.backbone import Backbone, load_tokenizer, resolve
+from bench.backbone import Backbone, check_available, load_tokenizer, resolve
 from bench.data import TaskData
 from bench.errors import BenchError
 from bench.masking import bake, check_sparsity, current_masks, sparsity_report
@@ -56,6 +56,7 @@ def expand(method: str, suite: str, sparsities: list[float] | None, seeds: list[
     m: Method = METHODS.get(method)
     SUITES.get(suite)
     TASKS.get(common.get("task", "nli_synth"))
+    check_available(resolve(common.get("backbone", "minilm")))
     if sparsities and not m.sparse:
         raise BenchError(f"method '{method}' is dense and takes no --sparsity")
     sp = [check_sparsity(s) for s in sparsities] if sparsities else ([0.5] if m.sparse else [None])

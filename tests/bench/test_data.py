@@ -99,3 +99,9 @@ def test_checksum_mismatch_against_sha256sums_is_an_error(data_dir):
     (data_dir / "SHA256SUMS").write_text("0" * 64 + "  mnli/dev_matched.tsv\n")
     with pytest.raises(BenchError, match="checksum does not match"):
         TASKS.get("mnli").load(data_dir)
+
+
+def test_hub_only_task_offline_fails_at_once_naming_the_files(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(BenchError, match="QQP train: none of qqp/train.tsv.*provide it offline with --data-dir"):
+        TASKS.get("qqp").load(tmp_path)
