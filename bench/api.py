@@ -9,7 +9,6 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
@@ -30,7 +29,6 @@ class Context:
     sparsity: float | None
     device: torch.device
     precision: str  # "fp32" or "bf16" (autocast)
-    work_dir: Path  # a per-lineage scratch directory for method caches
     # require(method, sparsity=None, **params) -> Candidate: another method's (cached) result
     require: Callable[..., Candidate]
     progress: bool = True

@@ -27,7 +27,7 @@ from bench.api import Candidate, Context, Method, Suite
 from bench.backbone import Backbone, check_available, load_tokenizer, resolve
 from bench.data import TaskData
 from bench.errors import BenchError
-from bench.masking import bake, check_sparsity, current_masks, sparsity_report
+from bench.masking import SparsityReport, bake, check_sparsity, current_masks, sparsity_report
 from bench.params import parse_params
 from bench.records import Provenance, Record, device_info, load_record, write_atomic
 from bench.registry import METHODS, SUITES, TASKS
@@ -114,7 +114,7 @@ class Runner:
             return self._load_candidate(art, lineage)
         self.log(f"[bench] building {method.label(params)} sparsity={spec.sparsity} seed={spec.seed} on {spec.task}")
         bb = resolve(spec.backbone)
-        ctx = self.context(spec, bb, art)
+        ctx = self.context(spec, bb)
         torch.manual_seed(spec.seed)
         cand = method.build(ctx, params)
         cand.lineage = lineage
@@ -124,7 +124,7 @@ class Runner:
         self._save_candidate(art, cand)
         return cand
 
-    def context(self, spec: RunSpec, bb: Backbone, art: Path) -> Context:
+    def context(self, spec: RunSpec, bb: Backbone) -> Context:
         def require(method: str, sparsity: float | None = None, **params) -> Candidate:
             sub = dataclasses.replace(spec, method=method, sparsity=sparsity,
                                       params=canonical(METHODS.get(method), params))
@@ -132,8 +132,7 @@ class Runner:
 
         return Context(
             task=self.task_data(spec), backbone=bb, seed=spec.seed, sparsity=spec.sparsity,
-            device=self.device(spec), precision=spec.precision, work_dir=art.with_suffix(".work"),
-            require=require, progress=self.progress,
+            device=self.device(spec), precision=spec.precision, require=require, progress=self.progress,
         )
 
     def _save_candidate(self, art: Path, cand: Candidate) -> None:
@@ -161,7 +160,8 @@ class Runner:
         except Exception as e:
             raise BenchError(f"cached checkpoint {art} is unreadable ({type(e).__name__}); delete that directory to rebuild it") from e
         tok = load_tokenizer(Backbone(str(art), str(art), True))
-        return Candidate(model=model, tokenizer=tok, lineage=lineage, info=meta["info"], masks=masks)
+        return Candidate(model=model, tokenizer=tok, lineage=lineage, info=meta["info"], masks=masks,
+                         sparsity=SparsityReport(**meta["sparsity"]))
 
     # --- runs ----------------------------------------------------------------------------------
     def run_id(self, spec: RunSpec) -> str:
@@ -183,7 +183,7 @@ class Runner:
         suite: Suite = SUITES.get(spec.suite)
         params = parse_params(method.Params, spec.params, f"method '{spec.method}'")
         cand = self.candidate(spec)
-        ctx = self.context(spec, resolve(spec.backbone), self.out / "artifacts" / cand.lineage["key"])
+        ctx = self.context(spec, resolve(spec.backbone))
         self.log(f"[bench] evaluating {method.label(params)} with suite {spec.suite}")
         result = suite.evaluate(cand, ctx)
         metrics = dict(result.metrics)
