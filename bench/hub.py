@@ -8,10 +8,14 @@ from __future__ import annotations
 import functools
 import os
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
+from bench.data import DataSource, Example
 from bench.errors import BenchError
+
+Splits = tuple[list[Example], list[Example], DataSource]  # (train, test, where from)
 
 
 def hub_reachable() -> bool:
@@ -63,3 +67,20 @@ def load_hub_split(spec: HubSpec, split: str) -> list[dict]:
             f"provide it offline with --data-dir DIR containing {spec.local_hint}"
         ) from e
     return [dict(r) for r in ds]
+
+
+def local_or_hub(local: Callable[[], Splits], spec: HubSpec, splits: tuple[str, str], columns: tuple[str, str, str]) -> Splits:
+    """Local files when present, else the hub; when neither works, one error naming both."""
+    try:
+        return local()
+    except BenchError as local_err:
+        try:
+            rows = [load_hub_split(spec, split) for split in splits]
+        except BenchError as hub_err:
+            raise BenchError(f"{local_err}; and {hub_err}") from hub_err
+    a, b, y = columns
+    train, test = (
+        [Example(f"{spec.config or spec.repo}-{split}-{i}", r[a], r[b], int(r[y])) for i, r in enumerate(rs) if int(r[y]) >= 0]
+        for split, rs in zip(splits, rows, strict=True)
+    )
+    return train, test, DataSource("hub", spec.describe())

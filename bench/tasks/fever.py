@@ -8,9 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.data import (
-    DataSource,
     EvalSet,
-    Example,
     TaskData,
     find_file,
     local_source,
@@ -18,8 +16,7 @@ from bench.data import (
     split_seeded,
     to_examples,
 )
-from bench.errors import BenchError
-from bench.hub import HubSpec, load_hub_split
+from bench.hub import HubSpec, local_or_hub
 from bench.registry import TASKS
 from bench.tasks import Task
 
@@ -46,23 +43,17 @@ class Fever(Task):
     description = "FEVER NLI-style train / dev (local jsonl or hub) -> FEVER-Symm v1, v2; GPU scale"
 
     def load(self, data_dir: Path | None) -> TaskData:
-        try:
+        def local():
             tr = find_file(data_dir, ["fever/fever.train.jsonl", "fever/train.jsonl", "nli.train.jsonl"], "FEVER train")
             te = find_file(data_dir, ["fever/fever.dev.jsonl", "fever/dev.jsonl", "nli.dev.jsonl"], "FEVER dev")
-            train_all = to_examples(read_rows(tr), tr, EVIDENCE, CLAIM, GOLD, LABEL_MAP)
-            test = to_examples(read_rows(te), te, EVIDENCE, CLAIM, GOLD, LABEL_MAP)
-            sources = [local_source([tr, te], "FEVER train + dev (local)")]
-        except BenchError as local_err:
-            try:
-                rows_tr, rows_te = load_hub_split(FEVER_HUB, "train"), load_hub_split(FEVER_HUB, "dev")
-            except BenchError as hub_err:
-                raise BenchError(f"{local_err}; and {hub_err}") from hub_err
-            train_all = [Example(f"fever-{i}", r["premise"], r["hypothesis"], int(r["label"])) for i, r in enumerate(rows_tr)]
-            test = [Example(f"fever-dev-{i}", r["premise"], r["hypothesis"], int(r["label"])) for i, r in enumerate(rows_te)]
-            sources = [DataSource("hub", FEVER_HUB.describe())]
+            return (to_examples(read_rows(tr), tr, EVIDENCE, CLAIM, GOLD, LABEL_MAP),
+                    to_examples(read_rows(te), te, EVIDENCE, CLAIM, GOLD, LABEL_MAP),
+                    local_source([tr, te], "FEVER train + dev (local)"))
+
+        train_all, test, src = local_or_hub(local, FEVER_HUB, ("train", "dev"), ("premise", "hypothesis", "label"))
         train, dev, _ = split_seeded(train_all, (len(train_all) // 20, 0), 13)
         return TaskData(
             name=self.name, labels=LABELS, pair=True, id_metric="accuracy", max_length=128, bias_features="claim",
             train=train, dev=dev, test=test, ood={"symm_v1": load_symm(data_dir, "v1"), "symm_v2": load_symm(data_dir, "v2")},
-            sources=sources,
+            sources=[src],
         )

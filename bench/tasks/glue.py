@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.data import (
-    DataSource,
     EvalSet,
     Example,
     TaskData,
@@ -19,8 +18,7 @@ from bench.data import (
     split_seeded,
     to_examples,
 )
-from bench.errors import BenchError
-from bench.hub import HubSpec, load_hub_split
+from bench.hub import HubSpec, local_or_hub
 from bench.registry import TASKS
 from bench.tasks import Task
 
@@ -87,29 +85,18 @@ class MNLIFull(Task):
     description = "MNLI train (5% held out as dev) / dev-matched as test -> HANS; GPU scale"
 
     def load(self, data_dir: Path | None) -> TaskData:
-        sources: list[DataSource] = []
-        try:
-            tr_path = find_file(data_dir, ["mnli/train.tsv", "MNLI/train.tsv", "multinli_1.0_train.jsonl"], "MNLI train")
-            te_path = find_file(data_dir, ["mnli/dev_matched.tsv", "MNLI/dev_matched.tsv", "multinli_1.0_dev_matched.jsonl"], "MNLI dev-matched")
-            train_all, test = read_mnli_file(tr_path), read_mnli_file(te_path)
-            sources.append(local_source([tr_path, te_path], "MNLI train + dev-matched (local)"))
-        except BenchError as local_err:
-            try:
-                train_all = _hub_nli(load_hub_split(MNLI_HUB, "train"), "mnli-train")
-                test = _hub_nli(load_hub_split(MNLI_HUB, "validation_matched"), "mnli-dev")
-            except BenchError as hub_err:
-                raise BenchError(f"{local_err}; and {hub_err}") from hub_err
-            sources.append(DataSource("hub", MNLI_HUB.describe()))
+        def local():
+            tr = find_file(data_dir, ["mnli/train.tsv", "MNLI/train.tsv", "multinli_1.0_train.jsonl"], "MNLI train")
+            te = find_file(data_dir, ["mnli/dev_matched.tsv", "MNLI/dev_matched.tsv", "multinli_1.0_dev_matched.jsonl"], "MNLI dev-matched")
+            return read_mnli_file(tr), read_mnli_file(te), local_source([tr, te], "MNLI train + dev-matched (local)")
+
+        train_all, test, src = local_or_hub(local, MNLI_HUB, ("train", "validation_matched"), ("premise", "hypothesis", "label"))
         train, dev, _ = split_seeded(train_all, (len(train_all) // 20, 0), MNLI_SPLIT_SEED)
         return TaskData(
             name=self.name, labels=NLI_LABELS, pair=True, id_metric="accuracy", max_length=128,
             bias_features="overlap", train=train, dev=dev, test=test, ood={HANS_ID: load_hans(data_dir)},
-            sources=sources,
+            sources=[src],
         )
-
-
-def _hub_nli(rows: list[dict], prefix: str) -> list[Example]:
-    return [Example(f"{prefix}-{i}", r["premise"], r["hypothesis"], int(r["label"])) for i, r in enumerate(rows) if int(r["label"]) >= 0]
 
 
 def _strip_bytes_literal(text: str) -> str:
@@ -147,23 +134,17 @@ class QQP(Task):
 
     def load(self, data_dir: Path | None) -> TaskData:
         cols = dict(text_a=("question1",), text_b=("question2",), label=("is_duplicate", "label"), label_map={"0": 0, "1": 1})
-        try:
+
+        def local():
             tr = find_file(data_dir, ["qqp/train.tsv", "QQP/train.tsv"], "QQP train")
             te = find_file(data_dir, ["qqp/dev.tsv", "QQP/dev.tsv"], "QQP dev")
-            train_all = to_examples(read_rows(tr), tr, **cols)
-            test = to_examples(read_rows(te), te, **cols)
-            sources = [local_source([tr, te], "QQP GLUE train + dev (local)")]
-        except BenchError as local_err:
-            try:
-                rows_tr, rows_te = load_hub_split(QQP_HUB, "train"), load_hub_split(QQP_HUB, "validation")
-            except BenchError as hub_err:
-                raise BenchError(f"{local_err}; and {hub_err}") from hub_err
-            train_all = [Example(f"qqp-{i}", r["question1"], r["question2"], int(r["label"])) for i, r in enumerate(rows_tr)]
-            test = [Example(f"qqp-dev-{i}", r["question1"], r["question2"], int(r["label"])) for i, r in enumerate(rows_te)]
-            sources = [DataSource("hub", QQP_HUB.describe())]
+            return (to_examples(read_rows(tr), tr, **cols), to_examples(read_rows(te), te, **cols),
+                    local_source([tr, te], "QQP GLUE train + dev (local)"))
+
+        train_all, test, src = local_or_hub(local, QQP_HUB, ("train", "validation"), ("question1", "question2", "label"))
         train, dev, _ = split_seeded(train_all, (len(train_all) // 20, 0), MNLI_SPLIT_SEED)
         ood = {"paws_qqp": load_paws(data_dir, "qqp"), "paws_wiki": load_paws(data_dir, "wiki")}
         return TaskData(
             name=self.name, labels=("not_duplicate", "duplicate"), pair=True, id_metric="f1_weighted",
-            max_length=128, bias_features="overlap", train=train, dev=dev, test=test, ood=ood, sources=sources,
+            max_length=128, bias_features="overlap", train=train, dev=dev, test=test, ood=ood, sources=[src],
         )

@@ -105,3 +105,23 @@ def test_hub_only_task_offline_fails_at_once_naming_the_files(tmp_path, monkeypa
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(BenchError, match="QQP train: none of qqp/train.tsv.*provide it offline with --data-dir"):
         TASKS.get("qqp").load(tmp_path)
+
+
+def test_qqp_and_fever_official_local_formats(data_dir):
+    qqp = "id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate\n" + "".join(
+        f"{i}\t1\t2\thow do I {i}?\twhat is {i}?\t{i % 2}\n" for i in range(60))
+    _write(data_dir / "qqp/train.tsv", qqp)
+    _write(data_dir / "qqp/dev.tsv", qqp)
+    task = TASKS.get("qqp").load(data_dir)
+    assert task.id_metric == "f1_weighted" and set(task.ood) == {"paws_qqp", "paws_wiki"}
+    assert {o.pool for o in task.ood.values()} == {"paws"} and len(task.dev) == 3
+
+    labels = ["SUPPORTS", "REFUTES", "NOT ENOUGH INFO"]
+    fever = "".join(f'{{"claim": "c {i}", "evidence": "e {i}", "gold_label": "{labels[i % 3]}"}}\n' for i in range(60))
+    _write(data_dir / "fever/fever.train.jsonl", fever)
+    _write(data_dir / "fever/fever.dev.jsonl", fever)
+    _write(data_dir / "fever_symmetric/v1_generated.jsonl", '{"id": 1, "label": "SUPPORTS", "claim": "c", "evidence_sentence": "e"}\n')
+    _write(data_dir / "fever_symmetric/v2_test.jsonl", '{"id": 2, "claim": "c", "evidence": "e", "sentence1": "e", "sentence2": "c", "gold_label": "REFUTES", "label": "REFUTES"}\n')
+    task = TASKS.get("fever").load(data_dir)
+    assert task.bias_features == "claim" and task.train[0].text_b.startswith("c ")
+    assert [o.examples[0].label for o in task.ood.values()] == [0, 1]
