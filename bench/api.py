@@ -31,6 +31,8 @@ class Context:
     precision: str  # "fp32" or "bf16" (autocast)
     # require(method, sparsity=None, **params) -> Candidate: another method's (cached) result
     require: Callable[..., Candidate]
+    # parameters of the full standard-CE model for this run's recipe (F_bias reference, teacher)
+    reference_params: dict = field(default_factory=dict)
     progress: bool = True
 
 

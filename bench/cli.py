@@ -15,9 +15,16 @@ from pathlib import Path
 DEFAULT_OUT = "runs"
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line too, like every other bad input."""
+
+    def error(self, message: str):
+        self.exit(2, f"bench: error: {message} (see 'bench {self.prog.split()[-1]} --help')\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="bench", description="Robust compression bench for BERT-family models.")
-    sub = ap.add_subparsers(dest="cmd", required=True)
+    ap = _Parser(prog="bench", description="Robust compression bench for BERT-family models.")
+    sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
 
     run = sub.add_parser("run", help="build candidates with a method and judge them with a suite")
     run.add_argument("--method", required=True)
@@ -32,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     run.add_argument("--precision", default="fp32", choices=["fp32", "bf16"], help="bf16 autocast or fp32")
     run.add_argument("--max-examples", type=int, help="cap every split at N examples (stratified, seeded)")
-    run.add_argument("--force", action="store_true", help="rerun even if the record exists")
+    run.add_argument("--force", action="store_true", help="evaluate again even if the record exists (cached models are reused; delete OUT/artifacts/... to retrain)")
     run.add_argument("--quiet", action="store_true", help="no progress bars or progress lines")
 
     sub.add_parser("ls", help="list methods, suites and tasks with their parameters")
@@ -71,6 +78,7 @@ def write_leaderboard(out: Path, output: Path | None = None) -> Path:
 
 
 def cmd_run(a: argparse.Namespace) -> None:
+    from bench.errors import BenchError
     from bench.params import split_assignments
     from bench.runner import Runner, expand
 
@@ -79,8 +87,15 @@ def cmd_run(a: argparse.Namespace) -> None:
         params=split_assignments(a.param), data_dir=a.data_dir, max_examples=a.max_examples,
         device=a.device, precision=a.precision,
     )
+    out = Path(a.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / ".write-test").touch()
+        (out / ".write-test").unlink()
+    except OSError as e:
+        raise BenchError(f"output directory {out} is not writable: {e.strerror}") from e
     log = (lambda m: None) if a.quiet else (lambda m: print(m, file=sys.stderr))
-    runner = Runner(Path(a.out), progress=not a.quiet, log=log)
+    runner = Runner(out, progress=not a.quiet, log=log)
     for spec in specs:
         record = runner.run(spec, force=a.force)
         shown = {k: round(v, 4) for k, v in record.metrics.items() if k.count("/") <= 1}
@@ -105,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
             cmd_run(a)
     except BenchError as e:
         print(f"bench: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # disk full, permissions: the environment, not a bug
+        print(f"bench: error: {e.strerror or e}: {e.filename or ''}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("bench: interrupted; finished records are kept, rerun the same command to resume", file=sys.stderr)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from bench.errors import BenchError
+from bench.errors import BenchError, MissingData
 
 csv.field_size_limit(sys.maxsize)
 
@@ -137,7 +137,7 @@ def verify_against_sums(path: Path, digest: str) -> None:
 def find_file(data_dir: Path | None, candidates: Iterable[str], what: str) -> Path:
     """The first existing file among candidates under data_dir, else one error listing them."""
     if data_dir is None:
-        raise BenchError(f"{what} needs local files: pass --data-dir DIR (for example ../shared/data)")
+        raise MissingData(f"{what} needs local files: pass --data-dir DIR (for example ../shared/data)")
     if not data_dir.is_dir():
         raise BenchError(f"data directory {data_dir} does not exist")
     names = list(candidates)
@@ -145,7 +145,7 @@ def find_file(data_dir: Path | None, candidates: Iterable[str], what: str) -> Pa
         p = data_dir / name
         if p.is_file():
             return p
-    raise BenchError(f"{what}: none of {', '.join(names)} found under {data_dir}")
+    raise MissingData(f"{what}: none of {', '.join(names)} found under {data_dir}")
 
 
 def read_rows(path: Path, header: list[str] | None = None) -> list[dict[str, str]]:

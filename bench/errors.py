@@ -3,3 +3,7 @@
 
 class BenchError(Exception):
     """A problem with the user's input or environment (not a bug in the harness)."""
+
+
+class MissingData(BenchError):
+    """Local data files are absent (as opposed to present but wrong): a hub may stand in."""

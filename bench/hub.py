@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from urllib.parse import urlparse
 
 from bench.data import DataSource, Example
-from bench.errors import BenchError
+from bench.errors import BenchError, MissingData
 
 Splits = tuple[list[Example], list[Example], DataSource]  # (train, test, where from)
 
@@ -54,8 +54,9 @@ class HubSpec:
         return f"hub:{self.repo}" + (f"/{self.config}" if self.config else "") + f"@{self.revision}"
 
 
-def load_hub_split(spec: HubSpec, split: str) -> list[dict]:
-    """Rows of one split, or a BenchError that says how to provide the data offline."""
+def load_hub_split(spec: HubSpec, split: str) -> tuple[list[dict], list[str] | None, str]:
+    """(rows, label names if the label column is a ClassLabel, the split's fingerprint),
+    or a BenchError that says how to provide the data offline."""
     go_offline_unless_reachable()
     try:
         import datasets  # heavy import, only when the hub is really used
@@ -66,21 +67,40 @@ def load_hub_split(spec: HubSpec, split: str) -> list[dict]:
             f"{spec.describe()} split '{split}' is not available ({type(e).__name__}); "
             f"provide it offline with --data-dir DIR containing {spec.local_hint}"
         ) from e
-    return [dict(r) for r in ds]
+    feature = ds.features.get("label")
+    names = list(feature.names) if hasattr(feature, "names") else None
+    return [dict(r) for r in ds], names, str(getattr(ds, "_fingerprint", ""))
 
 
-def local_or_hub(local: Callable[[], Splits], spec: HubSpec, splits: tuple[str, str], columns: tuple[str, str, str]) -> Splits:
-    """Local files when present, else the hub; when neither works, one error naming both."""
+def _norm(name: str) -> str:
+    return name.strip().lower().replace("_", " ")
+
+
+def local_or_hub(
+    local: Callable[[], Splits], spec: HubSpec, splits: tuple[str, str], columns: tuple[str, str, str],
+    label_map: dict[str, int],
+) -> Splits:
+    """Local files when present, else the hub; when neither works, one error naming both.
+
+    Only *missing* local files fall back to the hub: a local file that is present but wrong
+    (bad checksum, unknown label) is an error. Hub labels are mapped by their ClassLabel
+    names, never by position, since datasets order labels differently.
+    """
     try:
         return local()
-    except BenchError as local_err:
+    except MissingData as local_err:
         try:
-            rows = [load_hub_split(spec, split) for split in splits]
+            loaded = [load_hub_split(spec, split) for split in splits]
         except BenchError as hub_err:
             raise BenchError(f"{local_err}; and {hub_err}") from hub_err
     a, b, y = columns
-    train, test = (
-        [Example(f"{spec.config or spec.repo}-{split}-{i}", r[a], r[b], int(r[y])) for i, r in enumerate(rs) if int(r[y]) >= 0]
-        for split, rs in zip(splits, rows, strict=True)
-    )
-    return train, test, DataSource("hub", spec.describe())
+    by_name = {_norm(k): v for k, v in label_map.items()}
+    out = []
+    for split, (rows, names, _) in zip(splits, loaded, strict=True):
+        if names is None or any(_norm(n) not in by_name for n in names):
+            raise BenchError(f"{spec.describe()}: label names {names} do not match {list(label_map)}")
+        remap = [by_name[_norm(n)] for n in names]
+        out.append([Example(f"{spec.config or spec.repo}-{split}-{i}", r[a], r[b], remap[int(r[y])])
+                    for i, r in enumerate(rows) if int(r[y]) >= 0])
+    fingerprints = {f"{spec.describe()}/{split}": fp for split, (_, _, fp) in zip(splits, loaded, strict=True)}
+    return out[0], out[1], DataSource("hub", spec.describe(), fingerprints)

@@ -40,13 +40,13 @@ def cells(y: np.ndarray, pred: np.ndarray, groups: Sequence[str], labels: Sequen
 
 
 def bias_degree(f_dev: float, f_ood: float) -> float:
-    """D = (F_dev - F_ood) / F_dev (Du et al. 2023)."""
-    return (f_dev - f_ood) / f_dev
+    """D = (F_dev - F_ood) / F_dev (Du et al. 2023); undefined (NaN) when F_dev is 0."""
+    return math.nan if f_dev == 0 else (f_dev - f_ood) / f_dev
 
 
 def f_bias(dev_c: float, ood_c: float, dev_full: float, ood_full: float) -> float:
     """F_bias = D_compressed / D_full; below 1 is less biased than the full model."""
     d_full = bias_degree(dev_full, ood_full)
-    if d_full == 0:
+    if d_full == 0 or math.isnan(d_full):
         return math.nan
     return bias_degree(dev_c, ood_c) / d_full

@@ -21,6 +21,7 @@ Schema (``SCHEMA_VERSION`` 1), one object per file under ``<out>/records/``:
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import subprocess
@@ -60,7 +61,18 @@ class Record:
     schema_version: int = SCHEMA_VERSION
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=1, sort_keys=True, allow_nan=True)
+        """Strict JSON: non-finite numbers (an undefined F_bias) are written as null."""
+        return json.dumps(_finite(asdict(self)), indent=1, sort_keys=True, allow_nan=False)
+
+
+def _finite(obj):
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -81,10 +93,12 @@ def write_atomic(path: Path, text: str) -> None:
 def load_record(path: Path) -> Record:
     try:
         data = json.loads(path.read_text())
+        if not isinstance(data, dict):
+            raise BenchError(f"{path}: not a run record (a JSON object is expected)")
         if data.get("schema_version") != SCHEMA_VERSION:
             raise BenchError(f"{path}: record schema {data.get('schema_version')} is not {SCHEMA_VERSION}")
         return Record(**data)
-    except (OSError, json.JSONDecodeError, TypeError) as e:
+    except (OSError, ValueError, TypeError) as e:
         raise BenchError(f"{path}: not a readable run record ({e})") from e
 
 

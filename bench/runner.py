@@ -100,6 +100,7 @@ class Runner:
         return {
             "method": spec.method, "params": dataclasses.asdict(params), "task": spec.task,
             "data": task.checksums(), "max_examples": spec.max_examples, "backbone": spec.backbone,
+            "backbone_fingerprint": resolve(spec.backbone).fingerprint(),
             "seed": spec.seed, "sparsity": spec.sparsity, "precision": spec.precision, "device": spec.device,
         }
 
@@ -120,6 +121,9 @@ class Runner:
         cand.lineage = lineage
         cand.masks = current_masks(cand.model)
         cand.sparsity = sparsity_report(cand.model)
+        if method.sparse and spec.sparsity and min(cand.sparsity.per_matrix.values()) < spec.sparsity - 1e-3:  # rounding
+            raise BenchError(f"{spec.method} reached sparsity {cand.sparsity.sparsity:.4f} below its target "
+                             f"{spec.sparsity} (too few training steps? raise --param epochs or --max-examples)")
         bake(cand.model)
         self._save_candidate(art, cand)
         return cand
@@ -130,9 +134,12 @@ class Runner:
                                       params=canonical(METHODS.get(method), params))
             return self.candidate(sub)
 
+        method: Method = METHODS.get(spec.method)
+        params = parse_params(method.Params, spec.params, f"method '{spec.method}'")
         return Context(
             task=self.task_data(spec), backbone=bb, seed=spec.seed, sparsity=spec.sparsity,
-            device=self.device(spec), precision=spec.precision, require=require, progress=self.progress,
+            device=self.device(spec), precision=spec.precision, require=require,
+            reference_params=self.reference_spec(spec, params).params, progress=self.progress,
         )
 
     def _save_candidate(self, art: Path, cand: Candidate) -> None:
@@ -143,10 +150,12 @@ class Runner:
             save_file({k: v.to(torch.uint8).contiguous() for k, v in cand.masks.items()}, str(tmp / "masks.safetensors"))
         meta = {"lineage": cand.lineage, "info": cand.info, "sparsity": cand.sparsity.to_dict()}
         write_atomic(tmp / "candidate.json", json.dumps(meta, indent=1, default=str))
-        if art.exists():  # another worker finished first: keep theirs
-            shutil.rmtree(tmp)
-        else:
+        try:
             tmp.rename(art)
+        except OSError:
+            if not (art / "candidate.json").is_file():
+                raise
+            shutil.rmtree(tmp)  # another worker finished the same candidate first: keep theirs
 
     def _load_candidate(self, art: Path, lineage: dict) -> Candidate:
         from transformers import AutoModelForSequenceClassification
@@ -167,7 +176,10 @@ class Runner:
     def run_id(self, spec: RunSpec) -> str:
         task = self.task_data(spec)
         sp = "dense" if spec.sparsity is None else f"s{spec.sparsity:g}"
-        conf = dataclasses.asdict(spec) | {"data": task.checksums()}
+        method: Method = METHODS.get(spec.method)
+        params = dataclasses.asdict(parse_params(method.Params, spec.params, f"method '{spec.method}'"))
+        conf = dataclasses.asdict(spec) | {"data": task.checksums(), "params": params,
+                                           "backbone_fingerprint": resolve(spec.backbone).fingerprint()}
         conf.pop("data_dir")  # where the files are does not change the run; their checksums do
         return f"{spec.task}__{spec.method}__{spec.suite}__{sp}__seed{spec.seed}__{_key(conf)}"
 

@@ -44,8 +44,12 @@ class TrainParams:
     def __post_init__(self) -> None:
         if self.loss not in LOSSES:
             raise BenchError(f"unknown loss '{self.loss}'; choose from {', '.join(LOSSES)}")
-        if self.epochs <= 0 or self.lr <= 0 or self.batch_size < 1:
-            raise BenchError("epochs and lr must be positive and batch_size at least 1")
+        for name in ("epochs", "lr", "max_grad_norm"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise BenchError(f"parameter '{name}' must be a positive finite number, got {value}")
+        if self.batch_size < 1 or self.eval_every < 0 or not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
+            raise BenchError("batch_size must be at least 1, eval_every and weight_decay at least 0")
         if not 0 <= self.warmup_ratio < 1:
             raise BenchError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
 

@@ -28,19 +28,41 @@ def fmt(values: list[float], scale: float = 100.0, digits: int = 1) -> str:
     return f"{np.mean(vals):.{digits}f} ± {np.std(vals, ddof=1):.{digits}f}"
 
 
+SHOWN_IN_LABEL = ("loss", "rewind")  # already part of the method's label
+
+
+def _variant(r: Record) -> str:
+    """What distinguishes runs of one label that must not be averaged as seeds: non-default
+    parameters, the example cap, precision and device."""
+    conf = r.provenance.get("config", {})
+    parts = [f"{k}={v}" for k, v in sorted(conf.get("params", {}).items()) if k not in SHOWN_IN_LABEL]
+    if conf.get("max_examples"):
+        parts.append(f"max_examples={conf['max_examples']}")
+    parts += [v for v in (conf.get("precision"), conf.get("device")) if v and v not in ("fp32", "cpu")]
+    return ", ".join(parts)
+
+
 def _row_key(r: Record) -> tuple:
     target = r.sparsity.get("target")
-    return (0 if target is None else 1, r.label, target or 0.0)
+    return (0 if target is None else 1, r.label, target or 0.0, _variant(r))
+
+
+def _row_label(r: Record) -> str:
+    v = _variant(r)
+    return f"{r.label} [{v}]" if v else r.label
 
 
 def _columns(records: list[Record]) -> list[tuple[str, str, float, int]]:
     """(header, metric key, scale, digits) in a stable order."""
     keys = sorted({k for r in records for k in r.metrics})
     id_name = records[0].details.get("id_metric", "accuracy")
-    cols = [(f"ID {'F1' if id_name == 'f1_weighted' else 'acc'}", "id", 100.0, 1)]
+    f1 = id_name == "f1_weighted"
+    cols = [(f"ID {'F1' if f1 else 'acc'}", "id", 100.0, 1)] + ([("ID acc", "id_acc", 100.0, 1)] if f1 else [])
     sets = [k.split("/")[1] for k in keys if k.startswith("ood/") and k.count("/") == 1]
     for s in sets:
         cols.append((s, f"ood/{s}", 100.0, 1))
+        if any(r.details.get("metrics", {}).get(s) == "f1_weighted" for r in records) or f1:
+            cols.append((f"{s} acc", f"ood/{s}/acc", 100.0, 1))
         means = [k for k in keys if k.startswith(f"ood/{s}/mean/")]
         for k in means:
             cols.append((f"{s} {k.rsplit('/', 1)[1]} (mean of cells)", k, 100.0, 1))
@@ -60,7 +82,7 @@ def table(records: list[Record]) -> pd.DataFrame:
     for key in sorted(groups):
         rs = sorted(groups[key], key=lambda r: r.seed)
         target = rs[0].sparsity.get("target")
-        row = {"method": rs[0].label, "target sparsity": "dense" if target is None else f"{target:.0%}"}
+        row = {"method": _row_label(rs[0]), "target sparsity": "dense" if target is None else f"{target:.0%}"}
         for header, metric, scale, digits in cols:
             row[header] = fmt([r.metrics.get(metric) for r in rs], scale, digits)
         row["sparsity % (achieved)"] = fmt([r.sparsity["sparsity"] for r in rs], 100.0, 1)
@@ -82,7 +104,7 @@ def cell_table(records: list[Record]) -> pd.DataFrame | None:
     for key in sorted(groups):
         rs = groups[key]
         target = rs[0].sparsity.get("target")
-        row = {"method": rs[0].label, "target sparsity": "dense" if target is None else f"{target:.0%}"}
+        row = {"method": _row_label(rs[0]), "target sparsity": "dense" if target is None else f"{target:.0%}"}
         for k in cell_keys:
             row["/".join(k.split("/")[1:])] = fmt([r.metrics.get(k) for r in rs])
         rows.append(row)

@@ -12,6 +12,7 @@ isolation with the same recipe.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -29,7 +30,8 @@ PRUNE_EVERY = 0.1
 def prune_schedule(sparsity: float, total_steps: int) -> list[tuple[int, float]]:
     """[(step, sparsity after pruning at that step)], ending exactly at the target."""
     n = math.ceil(round(sparsity / PRUNE_FRACTION, 6))
-    return [(int(round((k + 1) * PRUNE_EVERY * total_steps)) - 1, min((k + 1) * PRUNE_FRACTION, sparsity)) for k in range(n)]
+    return [(max(0, int(round((k + 1) * PRUNE_EVERY * total_steps)) - 1), min((k + 1) * PRUNE_FRACTION, sparsity))
+            for k in range(n)]
 
 
 @dataclass
@@ -57,7 +59,7 @@ class IMP(Method):
         steps: dict[int, float] = {}
 
         def on_step(step: int, total: int) -> None:
-            if not steps:
+            if not steps:  # on short runs several prunes fall on one step: the last wins
                 steps.update(prune_schedule(sparsity, total))
             if step in steps:
                 apply_masks(model, magnitude_masks(model, steps[step]))
@@ -70,7 +72,7 @@ class IMP(Method):
         return Candidate(model=model, tokenizer=tok, lineage={}, info=info)
 
     def _rewind(self, ctx: Context, params: IMPParams, sparsity: float) -> Candidate:
-        found = ctx.require("imp", sparsity=sparsity, **{**params.__dict__, "rewind": False})
+        found = ctx.require("imp", sparsity=sparsity, **{**dataclasses.asdict(params), "rewind": False})
         tok = load_tokenizer(ctx.backbone)
         model = load_classifier(ctx.backbone, len(ctx.task.labels), ctx.seed)
         apply_masks(model, found.masks)

@@ -38,7 +38,8 @@ class OODSuite(Suite):
         )
         metrics: dict[str, float] = {}
         preds: list[dict] = []
-        details: dict = {"id_metric": task.id_metric, "sizes": {"test": len(task.test)}, "pools": {}}
+        details: dict = {"id_metric": task.id_metric, "sizes": {"test": len(task.test)}, "pools": {},
+                         "metrics": {s.name: s.metric for s in sets}}
 
         logits = run(task.test)
         y = np.array([e.label for e in task.test])

@@ -50,7 +50,7 @@ class Fever(Task):
                     to_examples(read_rows(te), te, EVIDENCE, CLAIM, GOLD, LABEL_MAP),
                     local_source([tr, te], "FEVER train + dev (local)"))
 
-        train_all, test, src = local_or_hub(local, FEVER_HUB, ("train", "dev"), ("premise", "hypothesis", "label"))
+        train_all, test, src = local_or_hub(local, FEVER_HUB, ("train", "dev"), ("premise", "hypothesis", "label"), LABEL_MAP)
         train, dev, _ = split_seeded(train_all, (len(train_all) // 20, 0), 13)
         return TaskData(
             name=self.name, labels=LABELS, pair=True, id_metric="accuracy", max_length=128, bias_features="claim",

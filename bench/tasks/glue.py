@@ -90,7 +90,7 @@ class MNLIFull(Task):
             te = find_file(data_dir, ["mnli/dev_matched.tsv", "MNLI/dev_matched.tsv", "multinli_1.0_dev_matched.jsonl"], "MNLI dev-matched")
             return read_mnli_file(tr), read_mnli_file(te), local_source([tr, te], "MNLI train + dev-matched (local)")
 
-        train_all, test, src = local_or_hub(local, MNLI_HUB, ("train", "validation_matched"), ("premise", "hypothesis", "label"))
+        train_all, test, src = local_or_hub(local, MNLI_HUB, ("train", "validation_matched"), ("premise", "hypothesis", "label"), NLI_MAP)
         train, dev, _ = split_seeded(train_all, (len(train_all) // 20, 0), MNLI_SPLIT_SEED)
         return TaskData(
             name=self.name, labels=NLI_LABELS, pair=True, id_metric="accuracy", max_length=128,
@@ -141,7 +141,8 @@ class QQP(Task):
             return (to_examples(read_rows(tr), tr, **cols), to_examples(read_rows(te), te, **cols),
                     local_source([tr, te], "QQP GLUE train + dev (local)"))
 
-        train_all, test, src = local_or_hub(local, QQP_HUB, ("train", "validation"), ("question1", "question2", "label"))
+        train_all, test, src = local_or_hub(local, QQP_HUB, ("train", "validation"), ("question1", "question2", "label"),
+                                          {"not_duplicate": 0, "duplicate": 1})
         train, dev, _ = split_seeded(train_all, (len(train_all) // 20, 0), MNLI_SPLIT_SEED)
         ood = {"paws_qqp": load_paws(data_dir, "qqp"), "paws_wiki": load_paws(data_dir, "wiki")}
         return TaskData(

@@ -91,3 +91,29 @@ def test_module_entry_point_exits_non_zero_without_traceback(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("bench: error: unknown method 'nope'")
     assert "Traceback" not in proc.stderr
+
+
+def test_usage_errors_are_one_line(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "bench", "run", "--method", "imp", "--seed", "x"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1 and "invalid int value: 'x'" in proc.stderr
+
+
+def test_unwritable_output_directory(capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert "is not writable" in _err(capsys, ["run", "--method", "finetune", "--suite", "ood", "--out", str(blocker / "runs")])
+
+
+@pytest.mark.parametrize("param, message", [("epochs=inf", "'epochs' must be a positive finite"),
+                                             ("max_grad_norm=0", "'max_grad_norm' must be a positive finite"),
+                                             ("lr=nan", "'lr' must be a positive finite")])
+def test_degenerate_training_parameters(capsys, tmp_path, param, message):
+    assert message in _err(capsys, ["run", "--method", "finetune", "--suite", "ood", "--param", param, "--out", str(tmp_path)])
+
+
+def test_too_few_examples_for_the_bias_model(capsys, tmp_path, tiny_bert):
+    err = _err(capsys, ["run", "--method", "finetune", "--suite", "ood", "--param", "loss=poe", "--backbone", str(tiny_bert),
+                        "--max-examples", "3", "--out", str(tmp_path), "--quiet"])
+    assert "bias model needs at least 2 training examples" in err

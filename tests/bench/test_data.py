@@ -125,3 +125,13 @@ def test_qqp_and_fever_official_local_formats(data_dir):
     task = TASKS.get("fever").load(data_dir)
     assert task.bias_features == "claim" and task.train[0].text_b.startswith("c ")
     assert [o.examples[0].label for o in task.ood.values()] == [0, 1]
+
+
+def test_present_but_corrupt_local_file_never_falls_back_to_the_hub(data_dir, monkeypatch):
+    import bench.hub
+
+    monkeypatch.setattr(bench.hub, "load_hub_split", lambda *a: pytest.fail("fell back to the hub"))
+    _write(data_dir / "qqp/train.tsv", "id\tquestion1\tquestion2\tis_duplicate\n1\ta\tb\tmaybe\n")
+    _write(data_dir / "qqp/dev.tsv", "id\tquestion1\tquestion2\tis_duplicate\n1\ta\tb\t1\n")
+    with pytest.raises(BenchError, match="unknown label 'maybe'"):
+        TASKS.get("qqp").load(data_dir)

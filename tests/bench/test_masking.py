@@ -57,7 +57,7 @@ def test_in_place_update_keeps_the_same_parameter_objects(model):
     after_first = [id(p) for p in model.parameters()]
     apply_masks(model, magnitude_masks(model, 0.4))
     assert [id(p) for p in model.parameters()] == after_first
-    assert len(before) == len(after_first)
+    assert set(before) == set(after_first)  # the optimizer built before the first prune still sees them
 
 
 def test_bake_gives_plain_weights_and_same_outputs(model):

@@ -28,13 +28,40 @@ def test_imp_run_writes_record_with_reference_and_provenance(runner, run_spec):
 
 
 def test_f_bias_matches_the_two_records(runner, run_spec):
+    from bench.metrics import f_bias
+
     rec = runner.run(run_spec("finetune", params={"loss": "poe", "epochs": 2, "batch_size": 8}))
     ref = runner.run(run_spec("finetune"))
-    assert rec.reference == ref.run_id
-    d = lambda m: (m["id"] - m["pool/hans"]) / m["id"]  # noqa: E731
-    if d(ref.metrics) != 0:
-        assert rec.metrics["f_bias/hans"] == pytest.approx(d(rec.metrics) / d(ref.metrics))
-    assert ref.reference == ref.run_id and ref.metrics["f_bias/hans"] in (1.0,) or np.isnan(ref.metrics["f_bias/hans"])
+    assert rec.reference == ref.run_id and ref.reference == ref.run_id
+    m, r = rec.metrics, ref.metrics
+    expected = f_bias(m["id"], m["pool/hans"], r["id"], r["pool/hans"])
+    if np.isnan(expected):
+        assert m["f_bias/hans"] is None  # written as null, never as a number
+    else:
+        assert m["f_bias/hans"] == pytest.approx(expected)
+    assert r["f_bias/hans"] in (1.0, None)
+
+
+def test_reference_follows_the_recipe_not_the_loss(runner, run_spec):
+    spec = run_spec("imp", sparsity=0.5, params={"loss": "poe", "epochs": 3, "batch_size": 8, "rewind": True})
+    from methods.imp import IMPParams
+
+    ref = runner.reference_spec(spec, IMPParams(loss="poe", epochs=3.0, batch_size=8, rewind=True))
+    assert ref.method == "finetune" and ref.sparsity is None
+    assert ref.params == {"epochs": 3.0, "batch_size": 8}
+
+
+def test_records_are_strict_json(runner, run_spec):
+    import json
+    import math
+
+    from bench.records import load_record
+
+    rec = runner.run(run_spec("finetune"))
+    path = runner.out / "records" / f"{rec.run_id}.json"
+    json.loads(path.read_text(), parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+    assert load_record(path).run_id == rec.run_id
+    assert not any(isinstance(v, float) and math.isnan(v) for v in rec.metrics.values())
 
 
 def test_rerun_skips_finished_records_and_reuses_artifacts(runner, run_spec, monkeypatch):
@@ -87,6 +114,12 @@ def test_write_atomic_leaves_no_partial_file(tmp_path):
         write_atomic(target, 123)  # fails while writing
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_short_imp_run_still_reaches_its_target(runner, run_spec):
+    rec = runner.run(run_spec("imp", sparsity=0.5, params={"epochs": 1, "batch_size": 40}))  # one step in all
+    assert rec.method_info["train_steps"] == 1
+    assert rec.sparsity["sparsity"] == pytest.approx(0.5, abs=1e-6)
 
 
 def test_nan_loss_stops_with_a_clear_error(runner, run_spec):

@@ -2,7 +2,7 @@ from bench.records import Record
 from leaderboard.build import build, fmt
 
 
-def _rec(label, seed, target, idv, ood, fb):
+def _rec(label, seed, target, idv, ood, fb, params=None):
     return Record(
         run_id=f"{label}-{seed}-{target}", method=label.split()[0], label=label, params={}, task="nli_synth",
         backbone="minilm", seed=seed, suite="ood",
@@ -11,7 +11,8 @@ def _rec(label, seed, target, idv, ood, fb):
                  "ood/hans_synth/lexical_overlap/non-entailment": 0.25},
         details={"id_metric": "accuracy", "sizes": {"test": 1000}}, method_info={}, predictions="", reference=None,
         artifact={}, provenance={"data": {"note": "synthetic generator v2, seed 0", "sources": []},
-                                 "versions": {"torch": "2.13.0", "transformers": "4.57.6"}, "device": {"name": "cpu"}},
+                                 "versions": {"torch": "2.13.0", "transformers": "4.57.6"}, "device": {"name": "cpu"},
+                                 "config": {"params": params or {}, "max_examples": None, "precision": "fp32", "device": "cpu"}},
     )
 
 
@@ -31,3 +32,10 @@ def test_one_row_per_method_and_sparsity_with_seeds_aggregated():
     assert "85.0 ± 7.1" in rows[0] and "0,1" in rows[0]
     assert "50%" in rows[1] and "0.80" in rows[1]
     assert "lexical_overlap/non-entailment" in md
+
+
+def test_runs_with_other_recipes_are_never_averaged_as_seeds():
+    recs = [_rec("finetune (ce)", 0, None, 0.9, 0.6, 1.0), _rec("finetune (ce)", 0, None, 0.5, 0.4, 1.0, {"epochs": 1.0})]
+    md = build(recs)
+    assert "| finetune (ce)  " in md and "| finetune (ce) [epochs=1.0]" in md
+    assert not any("±" in ln for ln in md.splitlines() if ln.startswith("| finetune"))

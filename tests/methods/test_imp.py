@@ -17,6 +17,13 @@ def test_schedule_prunes_ten_percent_every_tenth_and_ends_at_target(s, n):
         assert all(t <= s + 1e-9 for t in targets)
 
 
+@pytest.mark.parametrize("s, total", [(0.5, 1), (0.1, 5), (0.2, 2), (0.9, 3)])
+def test_schedule_on_short_runs_never_points_before_the_first_step(s, total):
+    sched = prune_schedule(s, total)
+    assert all(0 <= step < total for step, _ in sched)
+    assert sched[-1][1] == pytest.approx(s)
+
+
 def test_imp_really_trains_with_the_debiasing_loss(runner, run_spec, monkeypatch):
     """DESIGN section 7: SRNet's IMP trainer never passed the debiasing loss."""
     calls = []

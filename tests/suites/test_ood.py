@@ -81,10 +81,10 @@ def test_part_without_a_matching_set_is_an_error(ctx):
 def test_paws_uses_weighted_f1(ctx):
     c, cand = ctx
     src = DataSource("synthetic", "x")
-    paws = [_ex("p1", 0, 0), _ex("p2", 0, 0), _ex("p3", 1, 0), _ex("p4", 1, 1)]
+    paws = [_ex("p1", 0, 0), _ex("p2", 0, 0), _ex("p3", 1, 0), _ex("p4", 1, 1), _ex("p5", 1, 1), _ex("p6", 1, 1)]
     c.task.ood = {"paws_wiki": EvalSet("paws_wiki", paws, ("no", "yes"), (0, 1, 1), "f1_weighted", "paws", src)}
     m = PAWS().evaluate(cand, c).metrics
-    # class 0: P 2/3 R 1 F1 .8 (support 2); class 1: P 1 R .5 F1 2/3 (support 2)
-    assert m["ood/paws_wiki"] == pytest.approx((0.8 + 2 / 3) / 2)
-    assert m["ood/paws_wiki/acc"] == 0.75
+    # class 0: P 2/3 R 1 F1 .8 (support 2); class 1: P 1 R 3/4 F1 6/7 (support 4)
+    assert m["ood/paws_wiki"] == pytest.approx((2 * 0.8 + 4 * 6 / 7) / 6)
+    assert m["ood/paws_wiki/acc"] == pytest.approx(5 / 6)
     assert np.isclose(m["pool/paws"], m["ood/paws_wiki"])
