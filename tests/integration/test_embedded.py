@@ -10,6 +10,7 @@ from bench.backbone import load_classifier, resolve
 from bench.cli import main
 from bench.masking import sparsity_report
 
+pytestmark = pytest.mark.integration
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 
