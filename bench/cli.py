@@ -98,9 +98,9 @@ def cmd_run(a: argparse.Namespace) -> None:
     runner = Runner(out, progress=not a.quiet, log=log)
     for spec in specs:
         record = runner.run(spec, force=a.force)
-        shown = {k: round(v, 4) for k, v in record.metrics.items() if k.count("/") <= 1}
+        shown = {k: v if v is None else round(v, 4) for k, v in record.metrics.items() if k.count("/") <= 1}
         print(f"{record.run_id}: {shown}")
-    print(f"leaderboard: {write_leaderboard(Path(a.out))}")
+    print(f"leaderboard: {write_leaderboard(out)}")
 
 
 def main(argv: list[str] | None = None) -> int:
