@@ -227,7 +227,7 @@ class Runner:
         )
         write_atomic(path, record.to_json())
         self.log(f"[bench] wrote {path}")
-        return record
+        return load_record(path)  # exactly what a later reader sees (undefined numbers as None)
 
     @staticmethod
     def reference_spec(spec: RunSpec, params) -> RunSpec:
