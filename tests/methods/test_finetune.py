@@ -20,3 +20,10 @@ def test_training_is_deterministic_on_cpu(tmp_path, run_spec):
     r2 = Runner(tmp_path / "b", progress=False, log=lambda m: None).run(run_spec("finetune"))
     assert r1.metrics == r2.metrics
     assert r1.method_info["history"] == r2.method_info["history"]
+
+
+def test_confreg_teacher_is_the_f_bias_reference_model(runner, run_spec):
+    rec = runner.run(run_spec("finetune", params={"loss": "confreg", "epochs": 2, "batch_size": 8}))
+    ref = runner.run(run_spec("finetune"))
+    assert rec.method_info["teacher"] == ref.artifact["key"]
+    assert rec.reference == ref.run_id
