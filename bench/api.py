@@ -9,6 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
@@ -34,6 +35,9 @@ class Context:
     # parameters of the full standard-CE model for this run's recipe (F_bias reference, teacher)
     reference_params: dict = field(default_factory=dict)
     progress: bool = True
+    suite_params: Any = None  # the suite's Params instance (suites only)
+    data_dir: Path | None = None  # the user's data directory (resources such as word lists)
+    scratch: Path | None = None  # a run's directory for a suite's partial results (resume)
 
 
 @dataclass
@@ -63,6 +67,10 @@ class Method(ABC):
         loss = getattr(params, "loss", None)
         return f"{self.name} ({loss})" if loss else self.name
 
+    def check(self, params: Any, sparsity: float | None) -> None:
+        """Reject a parameter / sparsity combination before any work starts (BenchError)."""
+        return None
+
     @abstractmethod
     def build(self, ctx: Context, params: Any) -> Candidate: ...
 
@@ -77,7 +85,7 @@ class SuiteResult:
 class Suite(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
-    Params: ClassVar[type | None] = None
+    Params: ClassVar[type | None] = None  # a dataclass of --suite-param values, or None
 
     @abstractmethod
     def evaluate(self, candidate: Candidate, ctx: Context) -> SuiteResult: ...

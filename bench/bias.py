@@ -68,6 +68,8 @@ class BiasModel:
 
 
 def fit_bias_model(task: TaskData, embedding: torch.Tensor, tokenizer, seed: int) -> BiasModel:
+    if task.bias_features == "none":
+        raise BenchError(f"task '{task.name}' has no bias-only model (no known shortcut features); use loss=ce")
     n_labels = len(task.labels)
     y = np.array([ex.label for ex in task.train])
     if task.bias_features == "claim":

@@ -34,6 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--sparsity", type=float, nargs="+", help="one or more target sparsities in [0, 1)")
     run.add_argument("--seed", type=int, nargs="+", default=[0])
     run.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="method parameter (see 'ls')")
+    run.add_argument("--suite-param", action="append", default=[], metavar="KEY=VALUE", help="suite parameter (see 'ls')")
     run.add_argument("--data-dir", help="directory with local data files (for example ../shared/data)")
     run.add_argument("--out", default=DEFAULT_OUT, help="output directory for records, predictions, artifacts")
     run.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
@@ -62,7 +63,10 @@ def cmd_ls() -> None:
             print(f"      {pname} ({typ}) = {default}")
     print("suites:")
     for name in SUITES.names():
-        print(f"  {name:<12} {SUITES.get(name).description}")
+        suite = SUITES.get(name)
+        print(f"  {name:<12} {suite.description}")
+        for pname, typ, default in describe(suite.Params) if suite.Params else []:
+            print(f"      {pname} ({typ}) = {default}")
     print("tasks:")
     for name in TASKS.names():
         print(f"  {name:<12} {TASKS.get(name).description}")
@@ -73,7 +77,7 @@ def write_leaderboard(out: Path, output: Path | None = None) -> Path:
     from leaderboard.build import build
 
     target = output or out / "LEADERBOARD.md"
-    write_atomic(target, build(load_records(out / "records")))
+    write_atomic(target, build(load_records(out / "records"), markdown=target))
     return target
 
 
@@ -84,7 +88,7 @@ def cmd_run(a: argparse.Namespace) -> None:
 
     specs = expand(
         a.method, a.suite, a.sparsity, a.seed, task=a.task, backbone=a.backbone,
-        params=split_assignments(a.param), data_dir=a.data_dir, max_examples=a.max_examples,
+        params=split_assignments(a.param), suite_params=split_assignments(a.suite_param), data_dir=a.data_dir, max_examples=a.max_examples,
         device=a.device, precision=a.precision,
     )
     out = Path(a.out)

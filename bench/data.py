@@ -7,6 +7,7 @@ Readers are strict: a missing file, a missing column or an unknown label is a on
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import json
 import random
@@ -40,21 +41,36 @@ class DataSource:
     sha256: dict[str, str] = field(default_factory=dict)  # file -> checksum
 
 
+Loader = Callable[[], tuple[list[Example], DataSource]]
+
+
 @dataclass
 class EvalSet:
     """An out-of-distribution set judged against the task's model.
 
     ``collapse`` maps a task label id to this set's label id (HANS: neutral and contradiction
     -> non-entailment); ``pool`` names the F_bias pool (FEVER pools Symm1+2, QQP pools PAWS).
+    The examples are read on first use only: building a candidate never opens an OOD test file.
     """
 
     name: str
-    examples: list[Example]
     labels: tuple[str, ...]
     collapse: tuple[int, ...]
     metric: Literal["accuracy", "f1_weighted"]
     pool: str
-    source: DataSource
+    loader: Loader = field(repr=False, compare=False)
+
+    @functools.cached_property
+    def _loaded(self) -> tuple[list[Example], DataSource]:
+        return self.loader()
+
+    @property
+    def examples(self) -> list[Example]:
+        return self._loaded[0]
+
+    @property
+    def source(self) -> DataSource:
+        return self._loaded[1]
 
 
 @dataclass
@@ -64,19 +80,34 @@ class TaskData:
     pair: bool
     id_metric: Literal["accuracy", "f1_weighted"]
     max_length: int
-    bias_features: Literal["overlap", "claim"]
+    bias_features: Literal["overlap", "claim", "none"]
     train: list[Example]
     dev: list[Example]
     test: list[Example]
     ood: dict[str, EvalSet]
     sources: list[DataSource]
     note: str = ""
+    # OOD *training* data for the "sparse and unbiased" upper bound (HANS train, PAWS train,
+    # FEVER-Symm v2 dev), with labels already in this task's label space; never OOD test data.
+    ood_train: Loader | None = field(default=None, repr=False)
 
-    def checksums(self) -> dict[str, str]:
+    def id_checksums(self) -> dict[str, str]:
+        """Checksums of the ID splits: what a trained candidate depends on."""
         out: dict[str, str] = {}
-        for s in self.sources + [o.source for o in self.ood.values()]:
+        for s in self.sources:
             out.update(s.sha256)
         return out
+
+    def checksums(self) -> dict[str, str]:
+        """ID and OOD test checksums: what a record depends on (reads the OOD sets)."""
+        out = self.id_checksums()
+        for o in self.ood.values():
+            out.update(o.source.sha256)
+        return out
+
+    def for_methods(self) -> TaskData:
+        """The task as a method sees it: no OOD test sets, so none can leak into training."""
+        return replace(self, ood={})
 
     def limited(self, n: int | None, seed: int = 0) -> TaskData:
         """Every split capped at n examples, sampled with a fixed seed, stratified by label."""
@@ -89,8 +120,12 @@ class TaskData:
             train=stratified_sample(self.train, n, seed),
             dev=stratified_sample(self.dev, n, seed),
             test=stratified_sample(self.test, n, seed),
-            ood={k: replace(v, examples=stratified_sample(v.examples, n, seed)) for k, v in self.ood.items()},
+            ood={k: replace(v, loader=functools.partial(_limited, v, n, seed)) for k, v in self.ood.items()},
         )
+
+
+def _limited(s: EvalSet, n: int, seed: int) -> tuple[list[Example], DataSource]:
+    return stratified_sample(s.examples, n, seed), s.source
 
 
 def stratified_sample(examples: list[Example], n: int, seed: int) -> list[Example]:

@@ -49,6 +49,63 @@ class FixedMask(nn.Module):
         return w * self.mask.to(w.dtype)
 
 
+class ScoreMask(nn.Module):
+    """W -> W * m with m = [scores >= threshold] and a straight-through gradient
+    (Zhao et al. 2020; Liu et al. 2022, SRNet section 3.2): dL/dscores = dL/dm, so the frozen
+    weight is never changed and only the real-valued scores learn which weights to keep.
+
+    ``reset(s)`` moves the threshold so that exactly ``round(s * numel)`` weights are masked:
+    halfway between the k-th and (k+1)-th largest score (with hard init this is the paper's
+    phi = 0.01 between alpha*phi and 0), and scores tied at the boundary beyond the k kept are
+    nudged just below it.
+    """
+
+    def __init__(self, scores: torch.Tensor, threshold: float = 0.0) -> None:
+        super().__init__()
+        self.scores = nn.Parameter(scores.detach().float().clone())
+        self.register_buffer("threshold", torch.tensor(float(threshold)))
+
+    @property
+    def mask(self) -> torch.Tensor:
+        return self.scores.detach() >= self.threshold
+
+    def forward(self, w: torch.Tensor) -> torch.Tensor:
+        hard = (self.scores >= self.threshold).to(w.dtype)
+        return w * (hard + (self.scores - self.scores.detach()).to(w.dtype))  # value: hard; gradient: identity
+
+    @torch.no_grad()
+    def reset(self, sparsity: float) -> None:
+        flat = self.scores.data.view(-1)
+        keep = flat.numel() - int(round(sparsity * flat.numel()))
+        if keep >= flat.numel():
+            self.threshold.fill_(float(flat.min()))
+            return
+        if keep <= 0:
+            self.threshold.fill_(float("inf"))
+            return
+        top = torch.topk(flat, keep + 1)
+        kth, nxt = top.values[keep - 1], top.values[keep]
+        phi = (kth + nxt) / 2
+        if not bool(nxt < phi <= kth):  # adjacent floats or a tie: the k-th value itself
+            phi = kth
+        tied = flat == phi
+        tied[top.indices[:keep]] = False
+        flat[tied] = torch.nextafter(phi, torch.tensor(-float("inf"), device=phi.device))
+        self.threshold.fill_(float(phi))
+
+
+def cubic_sparsity(step: int, total: int, initial: float, final: float) -> float:
+    """Gradual sparsity (Zhu and Gupta 2018; SRNet section 5.2):
+    s_t = s_f + (s_i - s_f)(1 - t/T)^3, s_0 = s_i and s_T = s_f."""
+    t = min(max(step, 0), total) / max(total, 1)
+    return final + (initial - final) * (1.0 - t) ** 3
+
+
+def masked_modules(model: nn.Module) -> dict[str, nn.Module]:
+    """Every Linear whose weight carries a mask parametrization, by module name."""
+    return {n: m for n, m in model.named_modules() if parametrize.is_parametrized(m, "weight")}
+
+
 def apply_masks(model: nn.Module, masks: dict[str, torch.Tensor]) -> None:
     """Attach a FixedMask to each named Linear's weight, or update the one already there in
     place (so optimizers keep pointing at the same parameters)."""
@@ -69,10 +126,9 @@ def apply_masks(model: nn.Module, masks: dict[str, torch.Tensor]) -> None:
 def current_masks(model: nn.Module) -> dict[str, torch.Tensor]:
     """The binary mask of every parametrized weight (FixedMask buffers, else the non-zeros)."""
     out = {}
-    for name, mod in model.named_modules():
-        if parametrize.is_parametrized(mod, "weight"):
-            p = mod.parametrizations.weight[0]
-            out[name] = (p.mask if isinstance(p, FixedMask) else mod.weight != 0).detach().cpu().clone()
+    for name, mod in masked_modules(model).items():
+        p = mod.parametrizations.weight[0]
+        out[name] = (p.mask if hasattr(p, "mask") else mod.weight != 0).detach().cpu().clone()
     return out
 
 

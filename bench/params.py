@@ -37,7 +37,7 @@ def convert(value: Any, typ: Any, key: str) -> Any:
         if typing.get_origin(typ) is typing.Literal:
             if value in typing.get_args(typ):
                 return value
-            raise ValueError(value)
+            raise BenchError(f"parameter '{key}' got '{value}'{did_you_mean(value, list(typing.get_args(typ)))}")
     except ValueError:
         raise BenchError(f"parameter '{key}' expects {getattr(typ, '__name__', typ)}, got '{value}'") from None
     return value
@@ -56,4 +56,10 @@ def parse_params(cls: type, raw: dict[str, Any], owner: str) -> Any:
 def describe(cls: type) -> list[tuple[str, str, Any]]:
     """(name, type, default) of every parameter, for ``bench ls``."""
     hints = typing.get_type_hints(cls)
-    return [(f.name, getattr(hints[f.name], "__name__", str(hints[f.name])), f.default) for f in dataclasses.fields(cls)]
+
+    def name(t: Any) -> str:
+        if typing.get_origin(t) is typing.Literal:
+            return "|".join(map(str, typing.get_args(t)))
+        return getattr(t, "__name__", str(t))
+
+    return [(f.name, name(hints[f.name]), f.default) for f in dataclasses.fields(cls)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
 import shutil
 import time
@@ -45,6 +46,7 @@ class RunSpec:
     seed: int = 0
     sparsity: float | None = None
     params: dict = field(default_factory=dict)
+    suite_params: dict = field(default_factory=dict)
     data_dir: str | None = None
     max_examples: int | None = None
     device: str = "cpu"
@@ -52,15 +54,25 @@ class RunSpec:
 
 
 def expand(method: str, suite: str, sparsities: list[float] | None, seeds: list[int], **common) -> list[RunSpec]:
-    """Several sparsities and seeds -> several runs (validated before any work starts)."""
+    """Several sparsities, seeds and comma-separated parameter values (``loss=ce,poe``) ->
+    one run per combination, all validated before any work starts."""
+    raw = common.pop("params", {}) or {}
+    lists = {k: v.split(",") if isinstance(v, str) and "," in v else [v] for k, v in raw.items()}
+    grid = [dict(zip(lists, combo, strict=True)) for combo in itertools.product(*lists.values())]
+    return [spec for params in grid for spec in _expand_one(method, suite, sparsities, seeds, params=params, **common)]
+
+
+def _expand_one(method: str, suite: str, sparsities: list[float] | None, seeds: list[int], **common) -> list[RunSpec]:
     m: Method = METHODS.get(method)
-    SUITES.get(suite)
+    common["suite_params"] = suite_canonical(SUITES.get(suite), common.get("suite_params", {}))
     TASKS.get(common.get("task", "nli_synth"))
     check_available(resolve(common.get("backbone", "minilm")))
     if sparsities and not m.sparse:
         raise BenchError(f"method '{method}' is dense and takes no --sparsity")
     sp = [check_sparsity(s) for s in sparsities] if sparsities else ([0.5] if m.sparse else [None])
     common["params"] = canonical(m, common.get("params", {}))
+    for s in sp:
+        m.check(parse_params(m.Params, common["params"], f"method '{method}'"), s)
     return [RunSpec(method=method, suite=suite, sparsity=s, seed=seed, **common) for seed in seeds for s in sp]
 
 
@@ -99,7 +111,7 @@ class Runner:
         task = self.task_data(spec)
         return {
             "method": spec.method, "params": dataclasses.asdict(params), "task": spec.task,
-            "data": task.checksums(), "max_examples": spec.max_examples, "backbone": spec.backbone,
+            "data": task.id_checksums(), "max_examples": spec.max_examples, "backbone": spec.backbone,
             "backbone_fingerprint": resolve(spec.backbone).fingerprint(),
             "seed": spec.seed, "sparsity": spec.sparsity, "precision": spec.precision, "device": spec.device,
         }
@@ -137,9 +149,10 @@ class Runner:
         method: Method = METHODS.get(spec.method)
         params = parse_params(method.Params, spec.params, f"method '{spec.method}'")
         return Context(
-            task=self.task_data(spec), backbone=bb, seed=spec.seed, sparsity=spec.sparsity,
+            task=self.task_data(spec).for_methods(), backbone=bb, seed=spec.seed, sparsity=spec.sparsity,
             device=self.device(spec), precision=spec.precision, require=require,
             reference_params=self.reference_spec(spec, params).params, progress=self.progress,
+            data_dir=Path(spec.data_dir).expanduser() if spec.data_dir else None,
         )
 
     def _save_candidate(self, art: Path, cand: Candidate) -> None:
@@ -195,7 +208,9 @@ class Runner:
         suite: Suite = SUITES.get(spec.suite)
         params = parse_params(method.Params, spec.params, f"method '{spec.method}'")
         cand = self.candidate(spec)
-        ctx = self.context(spec, resolve(spec.backbone))
+        scratch = self.out / "partial" / rid  # a suite's finished work, kept until the record is written
+        ctx = dataclasses.replace(self.context(spec, resolve(spec.backbone)), task=self.task_data(spec),  # suites see OOD sets
+                                  suite_params=suite_params(suite, spec.suite_params), scratch=scratch)
         self.log(f"[bench] evaluating {method.label(params)} with suite {spec.suite}")
         result = suite.evaluate(cand, ctx)
         metrics = dict(result.metrics)
@@ -226,6 +241,7 @@ class Runner:
             created=datetime.now(UTC).isoformat(timespec="seconds"),
         )
         write_atomic(path, record.to_json())
+        shutil.rmtree(scratch, ignore_errors=True)
         self.log(f"[bench] wrote {path}")
         return load_record(path)  # exactly what a later reader sees (undefined numbers as None)
 
@@ -241,5 +257,22 @@ class Runner:
 def canonical(method: Method, raw: dict) -> dict:
     """Typed parameters that differ from their defaults: one spelling per configuration."""
     params = parse_params(method.Params, raw, f"method '{method.name}'")
+    defaults = {f.name: f.default for f in dataclasses.fields(params)}
+    return {k: v for k, v in dataclasses.asdict(params).items() if v != defaults[k]}
+
+
+def suite_params(suite: Suite, raw: dict):
+    if suite.Params is None:
+        if raw:
+            raise BenchError(f"suite '{suite.name}' takes no parameters (got {', '.join(raw)})")
+        return None
+    return parse_params(suite.Params, raw, f"suite '{suite.name}'")
+
+
+def suite_canonical(suite: Suite, raw: dict) -> dict:
+    """A suite's typed parameters that differ from their defaults."""
+    params = suite_params(suite, raw)
+    if params is None:
+        return {}
     defaults = {f.name: f.default for f in dataclasses.fields(params)}
     return {k: v for k, v in dataclasses.asdict(params).items() if v != defaults[k]}

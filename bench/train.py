@@ -74,14 +74,21 @@ def train(
     p: TrainParams,
     loss_fn: LossFn,
     on_step: Callable[[int, int], None] | None = None,
+    on_eval: Callable[[int, int], None] | None = None,
     select_from: Callable[[int], bool] = lambda step: True,
+    groups: list[dict] | None = None,
+    stop_at: int = 0,
     desc: str = "train",
 ) -> TrainResult:
     """Train in place; on return the model holds the best checkpoint by ID dev.
 
-    ``on_step(step, total)`` runs before each optimizer step (step counts from 0);
-    ``select_from(step)`` says whether a checkpoint at this step may be selected
-    (IMP: only once the target sparsity is reached).
+    ``on_step(step, total)`` runs before each optimizer step (step counts from 0) and
+    ``on_eval(step, total)`` before each ID-dev evaluation (SRNet resets its thresholds there);
+    ``select_from(step)`` says whether a checkpoint at this step may be selected (IMP: only
+    once the target sparsity is reached). ``groups`` replaces the default AdamW parameter
+    groups (all trainable parameters, decay on matrices); only their parameters are updated
+    and clipped. ``stop_at`` > 0 stops at that step of the same schedule and returns the model
+    there (an intermediate fine-tuning checkpoint), not the best one.
     """
     task, device = ctx.task, ctx.device
     torch.manual_seed(ctx.seed)
@@ -90,24 +97,27 @@ def train(
     labels = torch.tensor([ex.label for ex in task.train])
     steps_per_epoch = math.ceil(len(enc) / p.batch_size)
     total = total_steps(len(enc), p)
+    if stop_at > total:
+        raise BenchError(f"checkpoint step {stop_at} is beyond the {total} steps of this recipe")
+    last = stop_at or total
     eval_every = p.eval_every or max(1, steps_per_epoch // 2)
-    params = [q for q in model.parameters() if q.requires_grad]
-    decay = [q for q in params if q.ndim >= 2]
-    no_decay = [q for q in params if q.ndim < 2]
-    opt = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": p.weight_decay}, {"params": no_decay, "weight_decay": 0.0}], lr=p.lr
-    )
+    if groups is None:
+        trainable = [q for q in model.parameters() if q.requires_grad]
+        groups = [{"params": [q for q in trainable if q.ndim >= 2], "weight_decay": p.weight_decay},
+                  {"params": [q for q in trainable if q.ndim < 2], "weight_decay": 0.0}]
+    params = [q for g in groups for q in g["params"]]
+    opt = torch.optim.AdamW([{"lr": p.lr, **g} for g in groups if g["params"]], lr=p.lr)
     sched = get_linear_schedule_with_warmup(opt, int(p.warmup_ratio * total), total)
     gen = torch.Generator().manual_seed(ctx.seed)
-    best = TrainResult(steps=total, best_step=-1, best_dev=-math.inf, seconds=0.0)
+    best = TrainResult(steps=last, best_step=-1, best_dev=-math.inf, seconds=0.0)
     best_state = None
     t0 = time.time()
     step = 0
-    bar = tqdm(total=total, desc=desc, disable=not ctx.progress, leave=False, dynamic_ncols=True)
-    while step < total:
+    bar = tqdm(total=last, desc=desc, disable=not ctx.progress, leave=False, dynamic_ncols=True)
+    while step < last:
         perm = torch.randperm(len(enc), generator=gen)
         for s in range(0, len(perm), p.batch_size):
-            if step >= total:
+            if step >= last:
                 break
             if on_step:
                 on_step(step, total)
@@ -125,11 +135,14 @@ def train(
             opt.zero_grad(set_to_none=True)
             step += 1
             bar.update(1)
-            if step % eval_every == 0 or step == total:
+            if step % eval_every == 0 or step == last:
+                if on_eval:
+                    on_eval(step, total)
                 dev = evaluate_dev(model, tokenizer, ctx)
                 best.history.append({"step": step, "loss": loss.item(), "dev": dev})
                 bar.set_postfix(loss=f"{loss.item():.3f}", dev=f"{dev:.3f}")
-                if select_from(step) and dev > best.best_dev:
+                eligible = step == stop_at if stop_at else select_from(step)
+                if eligible and dev > best.best_dev:
                     best.best_dev, best.best_step = dev, step
                     best_state = copy.deepcopy({k: v.detach().cpu() for k, v in model.state_dict().items()})
                 model.train()

@@ -9,14 +9,17 @@ mean ± std (sample std). A second table per task gives every OOD cell (heuristi
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from bench.records import Record
+from leaderboard.plot import plot
 
 
 def fmt(values: list[float], scale: float = 100.0, digits: int = 1) -> str:
@@ -28,7 +31,7 @@ def fmt(values: list[float], scale: float = 100.0, digits: int = 1) -> str:
     return f"{np.mean(vals):.{digits}f} ± {np.std(vals, ddof=1):.{digits}f}"
 
 
-SHOWN_IN_LABEL = ("loss", "rewind")  # already part of the method's label
+SHOWN_IN_LABEL = ("loss", "rewind", "paradigm", "retrain_loss")  # already part of the method's label
 
 
 def _variant(r: Record) -> str:
@@ -39,6 +42,10 @@ def _variant(r: Record) -> str:
     if conf.get("max_examples"):
         parts.append(f"max_examples={conf['max_examples']}")
     parts += [v for v in (conf.get("precision"), conf.get("device")) if v and v not in ("fp32", "cpu")]
+    parts += [f"{k}={v}" for k, v in sorted(conf.get("suite_params", {}).items())]
+    tag = r.details.get("resources_tag")
+    if tag and tag != "official":
+        parts.append(tag)
     return ", ".join(parts)
 
 
@@ -70,7 +77,25 @@ def _columns(records: list[Record]) -> list[tuple[str, str, float, int]]:
         if means:
             cols += [(f"{s} predicted {k.rsplit('/', 1)[1]} %", k, 100.0, 1) for k in share]
     cols += [(f"F_bias {k.split('/', 1)[1]}", k, 1.0, 2) for k in keys if k.startswith("f_bias/")]
+    for recipe, shown in ATTACKS.items():
+        if f"{recipe}/aua" in keys:
+            cols += [(f"{shown} Clean%", f"{recipe}/clean", 100.0, 1), (f"{shown} Aua%", f"{recipe}/aua", 100.0, 1),
+                     (f"{shown} Suc%", f"{recipe}/suc", 100.0, 1), (f"{shown} #Query", f"{recipe}/queries", 1.0, 1)]
     return cols
+
+
+ATTACKS = {"textfooler": "TextFooler", "bert_attack": "BERT-Attack", "textbugger": "TextBugger"}
+
+
+def _resources(records: list[Record]) -> list[str]:
+    """One line per recipe naming the resources its numbers were made with."""
+    lines = []
+    for recipe, shown in ATTACKS.items():
+        used = sorted({f"{res['role']}: {res['name']} ({res['kind']})" for r in records
+                       for res in r.details.get("recipes", {}).get(recipe, {}).get("resources", [])})
+        if used:
+            lines.append(f"- {shown} resources: {'; '.join(used)}")
+    return lines
 
 
 def table(records: list[Record]) -> pd.DataFrame:
@@ -117,7 +142,9 @@ def _sources(records: Iterable[Record]) -> str:
     return "; ".join(sorted(notes)) or "; ".join(sorted(kinds))
 
 
-def build(records: list[Record]) -> str:
+def build(records: list[Record], markdown: Path | None = None) -> str:
+    """The leaderboard Markdown; with ``markdown`` (where it will be written), the sparsity
+    plots are written to ``plots/`` beside it and linked."""
     out = [
         "# Leaderboard",
         "",
@@ -133,7 +160,8 @@ def build(records: list[Record]) -> str:
     for r in records:
         by_table[(r.task, r.suite, r.backbone)].append(r)
     for (task, suite, backbone), rs in sorted(by_table.items()):
-        versions = sorted({f"transformers {r.provenance['versions'].get('transformers')}, torch {r.provenance['versions'].get('torch')}" for r in rs})
+        versions = sorted({f"transformers {r.provenance['versions'].get('transformers')}, torch {r.provenance['versions'].get('torch')}"
+                           + (f", textattack {r.details['textattack']}" if r.details.get("textattack") else "") for r in rs})
         devices = sorted({r.provenance["device"].get("name", "?") for r in rs})
         sizes = rs[0].details.get("sizes", {})
         out += [
@@ -142,10 +170,20 @@ def build(records: list[Record]) -> str:
             f"- backbone: `{backbone}`; data: {_sources(rs)}",
             f"- evaluated examples: {', '.join(f'{k} {v}' for k, v in sizes.items())}",
             f"- {'; '.join(versions)}; device: {'; '.join(devices)}",
+            *_resources(rs),
             "",
             table(rs).to_markdown(index=False),
             "",
         ]
+        if markdown is not None:
+            slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{task}_{suite}_{backbone}").strip("-")
+            groups: dict[tuple, list[Record]] = defaultdict(list)
+            for r in rs:
+                groups[_row_key(r)].append(r)
+            rows = [(_row_label(g[0]), g[0].sparsity.get("target"), g) for _, g in sorted(groups.items())]
+            png = plot(rows, markdown.parent / "plots" / f"{slug}.png", f"{task}, suite {suite}, backbone {backbone}")
+            if png is not None:
+                out += [f"![sparsity against ID and OOD metrics, {task}](plots/{png.name})", ""]
         cells = cell_table(rs)
         if cells is not None:
             out += [f"Per-cell accuracy (heuristic / gold label), {task}:", "", cells.to_markdown(index=False), ""]

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from bench.api import Candidate, Context, Method
 from bench.backbone import load_classifier, load_tokenizer
+from bench.errors import BenchError
 from bench.objectives import make_loss
 from bench.registry import METHODS
 from bench.train import TrainParams, train
@@ -16,7 +17,14 @@ from bench.train import TrainParams, train
 
 @dataclass
 class FinetuneParams(TrainParams):
-    pass
+    # > 0: the model at this step of the recipe (for "when to start searching" studies),
+    # not the best checkpoint by ID dev
+    checkpoint_step: int = 0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.checkpoint_step < 0:
+            raise BenchError(f"checkpoint_step must be at least 0, got {self.checkpoint_step}")
 
 
 @METHODS.register("finetune")
@@ -29,7 +37,7 @@ class Finetune(Method):
         tok = load_tokenizer(ctx.backbone)
         model = load_classifier(ctx.backbone, len(ctx.task.labels), ctx.seed)
         loss_fn, info = make_loss(params.loss, ctx, model, tok)
-        result = train(model, tok, ctx, params, loss_fn, desc=f"finetune {params.loss}")
+        result = train(model, tok, ctx, params, loss_fn, stop_at=params.checkpoint_step, desc=f"finetune {params.loss}")
         info.update(best_step=result.best_step, best_dev=result.best_dev, train_steps=result.steps,
                     train_seconds=result.seconds, history=result.history)
         return Candidate(model=model, tokenizer=tok, lineage={}, info=info)

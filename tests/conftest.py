@@ -3,10 +3,17 @@ helpers to run the harness on a few dozen synthetic examples in seconds."""
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
 import torch
+
+
+def pytest_configure(config):
+    # the harness's cache (TextAttack's offline cache, built masked-LM heads) stays out of ~
+    os.environ.setdefault("BENCH_CACHE", str(Path(tempfile.gettempdir()) / "bench-test-cache"))
 
 
 @pytest.fixture(scope="session")

@@ -5,10 +5,13 @@ Pairs are (evidence, claim); the bias model sees the claim only.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from bench.data import (
+    DataSource,
     EvalSet,
+    Example,
     TaskData,
     find_file,
     local_source,
@@ -26,15 +29,38 @@ EVIDENCE, CLAIM, GOLD = ("evidence", "evidence_sentence", "sentence1"), ("claim"
 FEVER_HUB = HubSpec("pietrolesci/nli_fever", None, "main", "fever/fever.train.jsonl and fever/fever.dev.jsonl (claim, evidence, gold_label)")
 
 
+def _read_symm(path: Path) -> list[Example]:
+    return to_examples(read_rows(path), path, EVIDENCE, CLAIM, GOLD, {"SUPPORTS": 0, "REFUTES": 1}, uid=("id",))
+
+
 def load_symm(data_dir: Path | None, version: str) -> EvalSet:
     names = ["fever_symmetric/v1_generated.jsonl", "fever_symmetric_generated.jsonl"] if version == "v1" else [
         "fever_symmetric/v2_test.jsonl", "fever_symmetric_test.jsonl"]
     path = find_file(data_dir, names, f"FEVER-Symmetric {version}")
-    ex = to_examples(read_rows(path), path, EVIDENCE, CLAIM, GOLD, {"SUPPORTS": 0, "REFUTES": 1}, uid=("id",))
-    return EvalSet(
-        name=f"symm_{version}", examples=ex, labels=("SUPPORTS", "REFUTES"), collapse=(0, 1, 2),
-        metric="accuracy", pool="fever_symm", source=local_source([path], f"FEVER-Symmetric {version} ({len(ex)})"),
-    )
+
+    def read() -> tuple[list[Example], DataSource]:
+        ex = _read_symm(path)
+        return ex, local_source([path], f"FEVER-Symmetric {version} ({len(ex)})")
+
+    return EvalSet(name=f"symm_{version}", labels=("SUPPORTS", "REFUTES"), collapse=(0, 1, 2),
+                   metric="accuracy", pool="fever_symm", loader=read)
+
+
+SYMM_DEV_REPEAT = 10  # Liu et al. (2022) repeat the small Symm v2 dev set ten times
+
+
+def symm_dev_loader(data_dir: Path | None):
+    """FEVER-Symmetric v2 *dev* repeated 10 times: the OOD information for FEVER (v2 test and
+    v1 stay unseen)."""
+
+    def read() -> tuple[list[Example], DataSource]:
+        path = find_file(data_dir, ["fever_symmetric/v2_dev.jsonl", "fever_symmetric_dev.jsonl"],
+                         "FEVER-Symmetric v2 dev (OOD information)")
+        ex = _read_symm(path)
+        copies = [replace(e, uid=f"{e.uid}#{k}") for k in range(SYMM_DEV_REPEAT) for e in ex]
+        return copies, local_source([path], f"FEVER-Symmetric v2 dev ({len(ex)}) x {SYMM_DEV_REPEAT}")
+
+    return read
 
 
 @TASKS.register("fever")
@@ -55,5 +81,5 @@ class Fever(Task):
         return TaskData(
             name=self.name, labels=LABELS, pair=True, id_metric="accuracy", max_length=128, bias_features="claim",
             train=train, dev=dev, test=test, ood={"symm_v1": load_symm(data_dir, "v1"), "symm_v2": load_symm(data_dir, "v2")},
-            sources=[src],
+            sources=[src], ood_train=symm_dev_loader(data_dir),
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.data import (
+    DataSource,
     EvalSet,
     Example,
     TaskData,
@@ -36,22 +37,44 @@ HANS_ID = "hans"
 
 
 def load_hans(data_dir: Path | None) -> EvalSet:
-    """HANS evaluation set, 3-way predictions collapsed to entailment / non-entailment."""
+    """HANS evaluation set, 3-way predictions collapsed to entailment / non-entailment.
+
+    Only the file's presence is checked here; it is read when the set is first evaluated."""
     path = find_file(
         data_dir,
         ["hans/hans_eval.jsonl", "hans/heuristics_evaluation_set.txt", "heuristics_evaluation_set.txt"],
         "HANS",
     )
-    rows = read_rows(path)
-    examples = to_examples(
-        rows, path, ("sentence1",), ("sentence2",), ("gold_label",),
-        {"entailment": 0, "non-entailment": 1}, group=("heuristic",),
-    )
-    return EvalSet(
-        name=HANS_ID, examples=examples, labels=("entailment", "non-entailment"),
-        collapse=(0, 1, 1), metric="accuracy", pool=HANS_ID,
-        source=local_source([path], f"HANS evaluation set ({len(examples)} pairs)"),
-    )
+
+    def read() -> tuple[list[Example], DataSource]:
+        examples = read_hans(path, {"entailment": 0, "non-entailment": 1})
+        return examples, local_source([path], f"HANS evaluation set ({len(examples)} pairs)")
+
+    return EvalSet(name=HANS_ID, labels=("entailment", "non-entailment"), collapse=(0, 1, 1),
+                   metric="accuracy", pool=HANS_ID, loader=read)
+
+
+def read_hans(path: Path, label_map: dict[str, int]) -> list[Example]:
+    return to_examples(read_rows(path), path, ("sentence1",), ("sentence2",), ("gold_label",), label_map,
+                       group=("heuristic",))
+
+
+# HANS labels in MNLI's label space for the OOD-information setting: a non-entailed HANS
+# hypothesis is not contradicted by its premise (the doctor near the actor danced / the actor
+# danced), so non-entailment becomes neutral.
+HANS_AS_MNLI = {"entailment": NLI_MAP["entailment"], "non-entailment": NLI_MAP["neutral"]}
+
+
+def hans_train_loader(data_dir: Path | None):
+    """HANS *training* set (never the evaluation set), labelled in MNLI's label space."""
+
+    def read() -> tuple[list[Example], DataSource]:
+        path = find_file(data_dir, ["hans/hans_train.jsonl", "hans/heuristics_train_set.txt",
+                                    "heuristics_train_set.txt"], "HANS training set (OOD information)")
+        examples = read_hans(path, HANS_AS_MNLI)
+        return examples, local_source([path], f"HANS training set ({len(examples)} pairs)")
+
+    return read
 
 
 def read_mnli_file(path: Path) -> list[Example]:
@@ -73,7 +96,7 @@ class MNLIDevSplit(Task):
         return TaskData(
             name=self.name, labels=NLI_LABELS, pair=True, id_metric="accuracy", max_length=128,
             bias_features="overlap", train=train, dev=dev, test=test, ood={HANS_ID: hans}, sources=[src],
-            note=src.detail,
+            note=src.detail, ood_train=hans_train_loader(data_dir),
         )
 
 
@@ -95,7 +118,7 @@ class MNLIFull(Task):
         return TaskData(
             name=self.name, labels=NLI_LABELS, pair=True, id_metric="accuracy", max_length=128,
             bias_features="overlap", train=train, dev=dev, test=test, ood={HANS_ID: load_hans(data_dir)},
-            sources=[src],
+            sources=[src], ood_train=hans_train_loader(data_dir),
         )
 
 
@@ -107,22 +130,41 @@ def _strip_bytes_literal(text: str) -> str:
     return text
 
 
-def load_paws(data_dir: Path | None, which: str) -> EvalSet:
-    if which == "qqp":
-        path = find_file(data_dir, ["paws/qqp_dev_and_test.tsv", "paws_qqp/dev_and_test.tsv"], "PAWS-QQP")
-    else:
-        path = find_file(data_dir, ["paws/wiki_test.tsv", "paws_wiki/final/test.tsv", "final/test.tsv"], "PAWS-Wiki")
+PAWS_FILES = {
+    "qqp": ["paws/qqp_dev_and_test.tsv", "paws_qqp/dev_and_test.tsv"],
+    "wiki": ["paws/wiki_test.tsv", "paws_wiki/final/test.tsv", "final/test.tsv"],
+    "train": ["paws/qqp_train.tsv", "paws_qqp/train.tsv", "paws/wiki_train.tsv", "paws_wiki/final/train.tsv"],
+}
+
+
+def read_paws(path: Path) -> list[Example]:
     with open(path, encoding="utf-8") as f:
         has_header = f.readline().startswith("id\t")
     rows = read_rows(path, None if has_header else ["id", "sentence1", "sentence2", "label"])
-    examples = to_examples(
-        rows, path, ("sentence1",), ("sentence2",), ("label",), {"0": 0, "1": 1},
-        clean=_strip_bytes_literal, uid=("id",),
-    )
-    return EvalSet(
-        name=f"paws_{which}", examples=examples, labels=("not_duplicate", "duplicate"), collapse=(0, 1),
-        metric="f1_weighted", pool="paws", source=local_source([path], f"PAWS-{which} ({len(examples)} pairs)"),
-    )
+    return to_examples(rows, path, ("sentence1",), ("sentence2",), ("label",), {"0": 0, "1": 1},
+                       clean=_strip_bytes_literal, uid=("id",))
+
+
+def load_paws(data_dir: Path | None, which: str) -> EvalSet:
+    path = find_file(data_dir, PAWS_FILES[which], f"PAWS-{which}")
+
+    def read() -> tuple[list[Example], DataSource]:
+        examples = read_paws(path)
+        return examples, local_source([path], f"PAWS-{which} ({len(examples)} pairs)")
+
+    return EvalSet(name=f"paws_{which}", labels=("not_duplicate", "duplicate"), collapse=(0, 1),
+                   metric="f1_weighted", pool="paws", loader=read)
+
+
+def paws_train_loader(data_dir: Path | None):
+    """A PAWS training set (QQP's first, else Wiki's): the OOD information for QQP."""
+
+    def read() -> tuple[list[Example], DataSource]:
+        path = find_file(data_dir, PAWS_FILES["train"], "PAWS training set (OOD information; not in ../shared/data)")
+        examples = read_paws(path)
+        return examples, local_source([path], f"PAWS training set ({len(examples)} pairs)")
+
+    return read
 
 
 @TASKS.register("qqp")
@@ -148,4 +190,5 @@ class QQP(Task):
         return TaskData(
             name=self.name, labels=("not_duplicate", "duplicate"), pair=True, id_metric="f1_weighted",
             max_length=128, bias_features="overlap", train=train, dev=dev, test=test, ood=ood, sources=[src],
+            ood_train=paws_train_loader(data_dir),
         )

@@ -259,11 +259,39 @@ def generate(seed: int = 0) -> tuple[list[Example], list[Example], list[Example]
     return train, dev, test, ood
 
 
+def generate_ood_train(seed: int = 1, per_cell: int = 100) -> list[Example]:
+    """HANS-like *training* pairs for the OOD-information setting: the OOD cells' constructions
+    drawn from another seed (as HANS train is to HANS evaluation), minus any pair that also
+    occurs in the OOD test set. Labels are in the task's space: non-entailment -> neutral."""
+    test_pairs = {(e.text_a, e.text_b) for e in generate(0)[3]}
+    r = random.Random(seed)
+    out = []
+    for (heuristic, gold), gen in OOD_CELLS.items():
+        for i in range(per_cell):
+            p, h = gen(r)
+            if (p, h) not in test_pairs:
+                out.append(Example(f"synth-hans-train-{heuristic}-{gold}-{i}", p, h, E if gold == 0 else N, heuristic))
+    return out
+
+
 def digest(examples: list[Example]) -> str:
     h = hashlib.sha256()
     for ex in examples:
         h.update(f"{ex.uid}\t{ex.text_a}\t{ex.text_b}\t{ex.label}\t{ex.group}\n".encode())
     return h.hexdigest()
+
+
+DETAIL = f"synthetic generator v{GENERATOR_VERSION}, seed 0"
+
+
+def _ood_test() -> tuple[list[Example], DataSource]:
+    ood = generate(seed=0)[3]
+    return ood, DataSource("synthetic", DETAIL, {"nli_synth/hans_synth": digest(ood)})
+
+
+def _ood_train() -> tuple[list[Example], DataSource]:
+    ex = generate_ood_train()
+    return ex, DataSource("synthetic", f"{DETAIL}; HANS-like training pairs, seed 1", {"nli_synth/hans_synth_train": digest(ex)})
 
 
 @TASKS.register("nli_synth")
@@ -272,16 +300,12 @@ class SyntheticNLI(Task):
     description = "embedded synthetic NLI (3,000/500/1,000) with an 80% overlap shortcut -> HANS-like OOD (1,800)"
 
     def load(self, data_dir: Path | None) -> TaskData:
-        train, dev, test, ood = generate(seed=0)
-        detail = f"synthetic generator v{GENERATOR_VERSION}, seed 0"
-        id_src = DataSource("synthetic", detail, {"nli_synth/id": digest(train + dev + test)})
-        hans = EvalSet(
-            name="hans_synth", examples=ood, labels=("entailment", "non-entailment"), collapse=(0, 1, 1),
-            metric="accuracy", pool="hans",
-            source=DataSource("synthetic", detail, {"nli_synth/hans_synth": digest(ood)}),
-        )
+        train, dev, test, _ = generate(seed=0)
+        id_src = DataSource("synthetic", DETAIL, {"nli_synth/id": digest(train + dev + test)})
+        hans = EvalSet(name="hans_synth", labels=("entailment", "non-entailment"), collapse=(0, 1, 1),
+                       metric="accuracy", pool="hans", loader=_ood_test)
         return TaskData(
             name=self.name, labels=NLI_LABELS, pair=True, id_metric="accuracy", max_length=64,
             bias_features="overlap", train=train, dev=dev, test=test, ood={"hans_synth": hans},
-            sources=[id_src], note=detail,
+            sources=[id_src], note=DETAIL, ood_train=_ood_train,
         )

@@ -34,3 +34,18 @@ def test_bias_model_learns_the_planted_shortcut_out_of_fold(tiny_bert):
     y = [e.label for e in task.train]
     acc = (bias.train_probs.argmax(1) == y).mean()
     assert 0.5 < acc < 0.95  # informative, not perfect
+
+
+def test_synthetic_ood_set_defeats_the_bias_model(tiny_bert):
+    """The HANS-like set is built so that the overlap shortcut is right on half of it."""
+    import numpy as np
+    from transformers import AutoModel, AutoTokenizer
+
+    from bench.metrics import accuracy, collapse
+
+    task = TASKS.get("nli_synth").load(None).limited(600)
+    emb = AutoModel.from_pretrained(tiny_bert).get_input_embeddings().weight
+    bias = fit_bias_model(task, emb, AutoTokenizer.from_pretrained(tiny_bert), seed=0)
+    ood = task.ood["hans_synth"]
+    pred = collapse(bias.predict(ood.examples).argmax(1), ood.collapse)
+    assert 0.4 <= accuracy(np.array([e.label for e in ood.examples]), pred) <= 0.6

@@ -117,3 +117,20 @@ def test_too_few_examples_for_the_bias_model(capsys, tmp_path, tiny_bert):
     err = _err(capsys, ["run", "--method", "finetune", "--suite", "ood", "--param", "loss=poe", "--backbone", str(tiny_bert),
                         "--max-examples", "3", "--out", str(tmp_path), "--quiet"])
     assert "bias model needs at least 2 training examples" in err
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        (["schedule=gradual", "init_sparsity=0.7"], "final sparsity 0.5 is below init_sparsity 0.7"),
+        (["init=hadr"], "parameter 'init' got 'hadr'; did you mean 'hard'?"),
+        (["paradigm=rewound"], "parameter 'paradigm' got 'rewound'; did you mean 'rewind'?"),
+        (["start_loss=foo"], "unknown start_loss 'foo'"),
+        (["ood_mix=-1"], "ood_mix must be a fraction"),
+    ],
+)
+def test_srnet_bad_parameters(capsys, tmp_path, params, message):
+    argv = ["run", "--method", "srnet", "--suite", "ood", "--sparsity", "0.5", "--out", str(tmp_path)]
+    for p in params:
+        argv += ["--param", p]
+    assert message in _err(capsys, argv)

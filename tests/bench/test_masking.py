@@ -4,9 +4,11 @@ from transformers import AutoModelForSequenceClassification
 
 from bench.errors import BenchError
 from bench.masking import (
+    ScoreMask,
     apply_masks,
     bake,
     check_sparsity,
+    cubic_sparsity,
     current_masks,
     magnitude_masks,
     prunable_linears,
@@ -77,3 +79,35 @@ def test_bake_gives_plain_weights_and_same_outputs(model):
 def test_sparsity_outside_unit_interval_is_an_error(bad):
     with pytest.raises(BenchError, match="sparsity must be in"):
         check_sparsity(bad)
+
+
+@pytest.mark.parametrize("s", [0.0, 0.2, 0.5, 0.7, 0.9, 0.97])
+def test_score_mask_reset_meets_the_target_exactly_even_with_ties(s):
+    g = torch.Generator().manual_seed(0)
+    scores = torch.randint(0, 5, (37, 29), generator=g).float()  # heavy ties
+    sm = ScoreMask(scores)
+    sm.reset(s)
+    assert int((~sm.mask).sum()) == round(s * scores.numel())
+    sm.scores.data += 0.3 * torch.randn(37, 29, generator=g)  # training moved the scores
+    sm.reset(s)
+    assert int((~sm.mask).sum()) == round(s * scores.numel())
+
+
+def test_score_mask_hard_init_threshold_is_phi_and_gradient_is_straight_through():
+    scores = torch.tensor([[0.02, 0.0], [0.0, 0.02]])
+    sm = ScoreMask(scores)
+    sm.reset(0.5)
+    assert sm.threshold.item() == pytest.approx(0.01)  # halfway between alpha*phi and 0
+    w = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    out = sm(w)
+    assert torch.equal(out, torch.tensor([[1.0, 0.0], [0.0, 4.0]]))
+    out.sum().backward()
+    assert torch.equal(sm.scores.grad, w)  # dL/dscores = dL/dm = W, pruned weights included
+
+
+def test_cubic_schedule_hits_its_end_points_and_is_monotone():
+    vals = [cubic_sparsity(t, 100, 0.7, 0.9) for t in range(0, 101)]
+    assert vals[0] == 0.7 and vals[-1] == 0.9
+    assert all(b >= a for a, b in zip(vals, vals[1:], strict=False))
+    assert cubic_sparsity(150, 100, 0.7, 0.9) == 0.9  # held after T
+    assert cubic_sparsity(50, 100, 0.7, 0.9) == pytest.approx(0.9 - 0.2 * 0.5**3)

@@ -63,3 +63,52 @@ def test_eval_throughput(benchmark, setup, masked, padding):
                                  batch_size=32, fixed_padding=padding == "fixed128")
     benchmark.pedantic(run, rounds=3, warmup_rounds=1)
     benchmark.extra_info["examples_per_s"] = N / benchmark.stats["mean"]
+
+
+def _step_fn(bb, tok, examples, masked: bool):
+    """One optimizer step on the same 32 pairs: dense fine-tuning, or SRNet mask training
+    (frozen weights, scores on the 36 encoder matrices and the head)."""
+    from methods.srnet import attach_score_masks
+
+    model = load_classifier(bb, 3, seed=0).train()
+    if masked:
+        for q in model.parameters():
+            q.requires_grad_(False)
+        params = [m.scores for m in attach_score_masks(model, "hard", 0.5, heads=True)]
+    else:
+        params = [q for q in model.parameters() if q.requires_grad]
+    opt = torch.optim.AdamW(params, lr=1e-5)
+    batch = collate(encode(tok, examples[:32], 64), tok.pad_token_id)
+    y = torch.tensor([e.label for e in examples[:32]])
+
+    def step():
+        loss = torch.nn.functional.cross_entropy(model(**batch).logits, y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step
+
+
+def test_dense_finetuning_step(benchmark, setup):
+    benchmark.group = "srnet step"
+    benchmark.pedantic(_step_fn(*setup, masked=False), rounds=5, warmup_rounds=1)
+
+
+def test_srnet_mask_training_step(benchmark, setup):
+    """Target (issue 3): a mask-training step at >= 0.9x the speed of a dense step."""
+    import time
+
+    benchmark.group = "srnet step"
+    dense = _step_fn(*setup, masked=False)
+    dense()
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        dense()
+        times.append(time.perf_counter() - t0)
+    benchmark.pedantic(_step_fn(*setup, masked=True), rounds=5, warmup_rounds=1)
+    ratio = sorted(times)[2] / benchmark.stats["median"]
+    benchmark.extra_info["speed_vs_dense"] = ratio
+    assert ratio >= 0.9, f"mask training runs at {ratio:.2f}x the dense speed"

@@ -39,3 +39,18 @@ def test_runs_with_other_recipes_are_never_averaged_as_seeds():
     md = build(recs)
     assert "| finetune (ce)  " in md and "| finetune (ce) [epochs=1.0]" in md
     assert not any("±" in ln for ln in md.splitlines() if ln.startswith("| finetune"))
+
+
+def test_sparsity_plot_is_written_beside_the_markdown_and_linked(tmp_path):
+    recs = [_rec("finetune (ce)", 0, None, 0.9, 0.6, 1.0)]
+    recs += [_rec("srnet (poe)", seed, s, 0.8 - s / 10 + seed / 100, 0.6, 0.9) for s in (0.2, 0.5, 0.9) for seed in (0, 1)]
+    md = build(recs, markdown=tmp_path / "LEADERBOARD.md")
+    png = tmp_path / "plots" / "nli_synth_ood_minilm.png"
+    assert png.is_file() and png.read_bytes()[:4] == b"\x89PNG"
+    assert "](plots/nli_synth_ood_minilm.png)" in md
+    assert not (tmp_path / "plots" / "x.png").exists()
+
+
+def test_no_plot_without_sparse_rows(tmp_path):
+    md = build([_rec("finetune (ce)", 0, None, 0.9, 0.6, 1.0)], markdown=tmp_path / "LEADERBOARD.md")
+    assert "plots/" not in md and not (tmp_path / "plots").exists()

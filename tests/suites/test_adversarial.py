@@ -1,0 +1,174 @@
+"""The adversarial suite on a tiny BERT fine-tuned on the embedded sentiment task."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.errors import BenchError
+from bench.runner import RunSpec, expand
+from suites.adversarial import AttackParams, load_rows, summarize
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+DATA = str(SHARED) if (SHARED / "wordsub").is_dir() else None  # else the GloVe fallback
+FT = {"epochs": 4, "batch_size": 16, "lr": 1e-3}
+
+
+@pytest.fixture
+def attack_spec(tiny_bert):
+    def make(suite="textfooler", out_params=None, **suite_params):
+        return RunSpec("finetune", suite, task="sent_synth", backbone=str(tiny_bert), max_examples=200,
+                       params=FT, data_dir=DATA, suite_params={"n": 8, **suite_params}, **(out_params or {}))
+
+    return make
+
+
+def test_metrics_by_hand():
+    rows = [{"result": "successful", "queries": 10}, {"result": "failed", "queries": 30},
+            {"result": "skipped", "queries": 1}, {"result": "successful", "queries": 20}]
+    m = summarize(rows)
+    assert m["clean"] == 0.75  # 3 of 4 correct before the attack
+    assert m["aua"] == 0.25  # 1 of 4 still correct after it
+    assert m["suc"] == pytest.approx(2 / 3)  # skipped examples are not attacked
+    assert m["queries"] == 20.0  # mean over attacked examples
+
+
+def test_record_numbers_are_recomputed_from_the_per_example_file(runner, attack_spec):
+    rec = runner.run(attack_spec())
+    rows = [json.loads(ln) for ln in (runner.out / "records" / rec.predictions).read_text().splitlines()]
+    assert len(rows) == 8 and {r["set"] for r in rows} == {"textfooler"}
+    assert {f"textfooler/{k}": v for k, v in summarize(rows).items()} == {k: v for k, v in rec.metrics.items() if "/" in k}
+    assert rec.details["sample_ids"] == [r["uid"] for r in rows]
+    labels = [r["gold"] for r in rows]
+    assert labels.count(0) == labels.count(1) == 4  # stratified, not the first 8 of the file
+    assert rec.details["recipes"]["textfooler"]["settings"]["textattack"] == "0.3.11"
+    assert {r["role"] for r in rec.details["recipes"]["textfooler"]["resources"]} == {"word_swap", "pos", "sentence_encoder"}
+    assert rec.details["resources_tag"].startswith("fallback")
+    assert not (runner.out / "partial" / rec.run_id).exists()  # folded into the predictions file
+
+
+def test_an_interrupted_attack_resumes_and_equals_an_uninterrupted_one(tmp_path, attack_spec, monkeypatch):
+    from bench.runner import Runner
+    from suites.adversarial.resources import textattack
+
+    spec = attack_spec("textbugger")  # random character edits: seeding per example matters
+    full = Runner(tmp_path / "a", progress=False, log=lambda m: None).run(spec)
+
+    Attack = textattack().Attack
+    real = Attack.attack
+    calls = []
+
+    def dies_on_the_fourth(self, example, label):
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return real(self, example, label)
+
+    runner = Runner(tmp_path / "b", progress=False, log=lambda m: None)
+    monkeypatch.setattr(Attack, "attack", dies_on_the_fourth)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(spec)
+    partial = next((tmp_path / "b" / "partial").glob("*/textbugger.jsonl"))
+    assert len(load_rows(partial)) == 3
+    with partial.open("a") as f:
+        f.write('{"set": "textbugger", "uid": "torn')  # killed in the middle of a write
+    monkeypatch.setattr(Attack, "attack", lambda self, ex, y: calls.append(1) or real(self, ex, y))
+    calls.clear()
+    resumed = runner.run(spec)
+    assert len(calls) == 8 - 3  # only the examples not finished before
+    assert resumed.metrics == full.metrics
+    a = (tmp_path / "a" / "records" / full.predictions).read_text().splitlines()
+    b = (tmp_path / "b" / "records" / resumed.predictions).read_text().splitlines()
+    strip = lambda lines: [{k: v for k, v in json.loads(x).items() if k != "seconds"} for x in lines]  # noqa: E731
+    assert strip(a) == strip(b)
+
+
+def test_harness_and_textattack_attacker_agree_example_by_example(runner, attack_spec):
+    """Same recipe, model and examples through TextAttack's own Attacker with its
+    HuggingFaceModelWrapper, and through the harness: same outcomes and query counts."""
+    from suites.adversarial.recipes import Sources, build
+    from suites.adversarial.resources import textattack
+
+    spec = attack_spec()
+    rec = runner.run(spec)
+    rows = [json.loads(ln) for ln in (runner.out / "records" / rec.predictions).read_text().splitlines()]
+    cand = runner.candidate(spec)
+    task = runner.task_data(spec)
+    by_uid = {e.uid: e for e in task.test}
+    ta = textattack()
+    cand.tokenizer.model_max_length = 128  # the tiny BERT's positions; TextAttack pads to this
+    hf = ta.models.wrappers.HuggingFaceModelWrapper(cand.model.eval(), cand.tokenizer)
+    attack = build("textfooler", hf, Sources(Path(DATA) if DATA else None), pair=False).attack
+    dataset = ta.datasets.Dataset([(by_uid[u].text_a, by_uid[u].label) for u in rec.details["sample_ids"]])
+    args = ta.AttackArgs(num_examples=len(dataset), silent=True, disable_stdout=True)
+    results = ta.Attacker(attack, dataset, args).attack_dataset()
+    theirs = [(type(r).__name__.removesuffix("AttackResult").lower(), r.perturbed_result.num_queries) for r in results]
+    assert theirs == [(r["result"], r["queries"]) for r in rows]
+    assert {r for r, _ in theirs} != {"skipped"}  # something was really attacked
+
+
+def test_pair_tasks_perturb_only_the_hypothesis(runner, tiny_bert):
+    spec = RunSpec("finetune", "textfooler", task="nli_synth", backbone=str(tiny_bert), max_examples=60,
+                   params=FT, data_dir=DATA, suite_params={"n": 6})
+    rec = runner.run(spec)
+    assert rec.details["recipes"]["textfooler"]["settings"]["hypothesis_only"] is True
+    task = runner.task_data(spec)
+    premises = {e.uid: e.text_a for e in task.test}
+    rows = [json.loads(ln) for ln in (runner.out / "records" / rec.predictions).read_text().splitlines()]
+    assert all(r["original"] == next(e.text_b for e in task.test if e.uid == r["uid"]) for r in rows)
+    assert set(premises) >= {r["uid"] for r in rows}
+
+
+@pytest.mark.parametrize(
+    "suite, params, message",
+    [
+        ("adversarial", {"recipes": "textfool"}, "unknown recipe 'textfool'; did you mean 'textfooler'?"),
+        ("adversarial", {"n": 0}, "n and batch_size must be at least 1"),
+        ("adversarial", {"mlm": "/no/such/model"}, "--suite-param mlm=/no/such/model: no such file or directory"),
+        ("adversarial", {"nn": 5}, "unknown parameter 'nn' for suite 'adversarial'; did you mean 'n'?"),
+        ("ood", {"n": 5}, "suite 'ood' takes no parameters"),
+    ],
+)
+def test_bad_suite_parameters_fail_before_any_work(tiny_bert, suite, params, message):
+    with pytest.raises(BenchError, match=message.replace("?", r"\?")):
+        expand("finetune", suite, None, [0], backbone=str(tiny_bert), suite_params=params)
+
+
+def test_more_examples_than_the_test_split_is_an_error(runner, attack_spec):
+    with pytest.raises(BenchError, match=r"n=500 is larger than the test split of 'sent_synth' \(200 examples\)"):
+        runner.run(attack_spec(n=500))
+
+
+def test_a_recipe_outside_a_part_is_an_error(runner, attack_spec):
+    with pytest.raises(BenchError, match="suite 'textfooler' has no recipe textbugger"):
+        runner.run(attack_spec("textfooler", recipes="textbugger"))
+
+
+def test_a_task_without_a_test_split_is_an_error(runner, attack_spec, monkeypatch):
+    import dataclasses
+
+    from bench.runner import Runner
+
+    real = Runner.task_data
+    monkeypatch.setattr(Runner, "task_data", lambda self, spec: dataclasses.replace(real(self, spec), test=[]))
+    with pytest.raises(BenchError, match="no test split to attack"):
+        runner.run(attack_spec())
+
+
+def test_a_user_masked_lm_drives_bert_attack(runner, attack_spec, tmp_path, tiny_bert):
+    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+
+    tok = AutoTokenizer.from_pretrained(tiny_bert)
+    mlm = BertForMaskedLM(BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1,
+                                     num_attention_heads=2, intermediate_size=64))
+    mlm.save_pretrained(tmp_path / "mlm", safe_serialization=True)
+    tok.save_pretrained(tmp_path / "mlm")
+    rec = runner.run(attack_spec("bert_attack", mlm=str(tmp_path / "mlm"), n=4))
+    used = {r["role"]: r for r in rec.details["recipes"]["bert_attack"]["resources"]}
+    assert used["mlm"]["kind"] == "user" and used["mlm"]["source"] == str(tmp_path / "mlm")
+    assert rec.details["recipes"]["bert_attack"]["settings"]["method"] == "bert-attack"
+
+
+def test_attack_params_defaults_are_the_cpu_sizes():
+    p = AttackParams()
+    assert p.n == 100 and p.chosen(("a", "b")) == ["a", "b"]
