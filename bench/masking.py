@@ -9,6 +9,7 @@ are baked into plain weights on export.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import asdict, dataclass
 
@@ -92,6 +93,61 @@ class ScoreMask(nn.Module):
         tied[top.indices[:keep]] = False
         flat[tied] = torch.nextafter(phi, torch.tensor(-float("inf"), device=phi.device))
         self.threshold.fill_(float(phi))
+
+
+class HardConcreteMask(nn.Module):
+    """W -> W * z with a hard-concrete gate per weight (Louizos et al. 2018; Robust Tickets,
+    Zheng et al. 2022, eq. 3-5): u ~ U(0, 1), s = sigmoid((log u - log(1 - u) + log_alpha) /
+    beta), z = clamp(s (zeta - gamma) + gamma, 0, 1). Training samples z; evaluation uses the
+    drawn binary ticket (``ticket``), so the search is judged with the mask that will be kept
+    (the published code evaluated a soft mask during the search; DESIGN section 7)."""
+
+    GAMMA, ZETA, BETA = -0.1, 1.1, 2.0 / 3.0
+
+    def __init__(self, log_alpha: torch.Tensor) -> None:
+        super().__init__()
+        self.log_alpha = nn.Parameter(log_alpha.detach().float().clone())
+        self.register_buffer("ticket", torch.ones_like(self.log_alpha, dtype=torch.bool))
+
+    @property
+    def mask(self) -> torch.Tensor:
+        return self.ticket
+
+    def sample(self) -> torch.Tensor:
+        u = torch.rand_like(self.log_alpha).clamp(1e-6, 1 - 1e-6)
+        s = torch.sigmoid((torch.log(u) - torch.log(1 - u) + self.log_alpha) / self.BETA)
+        return (s * (self.ZETA - self.GAMMA) + self.GAMMA).clamp(0.0, 1.0)
+
+    def p_nonzero(self) -> torch.Tensor:
+        """P(z != 0) per weight: the expected-L0 term sigmoid(log_alpha - beta log(-gamma/zeta))."""
+        return torch.sigmoid(self.log_alpha - self.BETA * math.log(-self.GAMMA / self.ZETA))
+
+    def forward(self, w: torch.Tensor) -> torch.Tensor:
+        return w * (self.sample() if self.training else self.ticket).to(w.dtype)
+
+
+def l0_penalty(gates: list[HardConcreteMask]) -> torch.Tensor:
+    """Expected fraction of non-zero weights: mean over every gated weight of P(z != 0)."""
+    return torch.cat([g.p_nonzero().flatten() for g in gates]).mean()
+
+
+@torch.no_grad()
+def draw_ticket(gates: list[HardConcreteMask], sparsity: float, scope: str = "global") -> None:
+    """Keep the weights with the largest sigmoid(log_alpha) so that exactly round(s * n) are
+    pruned: over all gated weights together (``global``) or in every matrix (``local``)."""
+    check_sparsity(sparsity)
+    groups = [gates] if scope == "global" else [[g] for g in gates]
+    for group in groups:
+        flat = torch.cat([g.log_alpha.detach().flatten() for g in group])
+        keep = flat.numel() - int(round(sparsity * flat.numel()))
+        chosen = torch.zeros(flat.numel(), dtype=torch.bool, device=flat.device)
+        if keep > 0:
+            chosen[torch.topk(flat, keep).indices] = True
+        offset = 0
+        for g in group:
+            n = g.log_alpha.numel()
+            g.ticket.copy_(chosen[offset : offset + n].view_as(g.ticket))
+            offset += n
 
 
 def cubic_sparsity(step: int, total: int, initial: float, final: float) -> float:

@@ -133,7 +133,7 @@ class Runner:
         cand.lineage = lineage
         cand.masks = current_masks(cand.model)
         cand.sparsity = sparsity_report(cand.model)
-        if method.sparse and spec.sparsity and min(cand.sparsity.per_matrix.values()) < spec.sparsity - 1e-3:  # rounding
+        if method.sparse and spec.sparsity and cand.sparsity.sparsity < spec.sparsity - 1e-3:  # rounding
             raise BenchError(f"{spec.method} reached sparsity {cand.sparsity.sparsity:.4f} below its target "
                              f"{spec.sparsity} (too few training steps? raise --param epochs or --max-examples)")
         bake(cand.model)

@@ -26,6 +26,7 @@ from bench.metrics import id_metric
 from bench.predict import autocast, collate, encode, predict_logits
 
 LossFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]  # (logits, y, idx)
+StepFn = Callable[[nn.Module, dict, torch.Tensor, torch.Tensor, int, int], torch.Tensor]
 
 
 @dataclass
@@ -78,6 +79,7 @@ def train(
     select_from: Callable[[int], bool] = lambda step: True,
     groups: list[dict] | None = None,
     stop_at: int = 0,
+    step_fn: StepFn | None = None,
     desc: str = "train",
 ) -> TrainResult:
     """Train in place; on return the model holds the best checkpoint by ID dev.
@@ -88,7 +90,9 @@ def train(
     once the target sparsity is reached). ``groups`` replaces the default AdamW parameter
     groups (all trainable parameters, decay on matrices); only their parameters are updated
     and clipped. ``stop_at`` > 0 stops at that step of the same schedule and returns the model
-    there (an intermediate fine-tuning checkpoint), not the best one.
+    there (an intermediate fine-tuning checkpoint), not the best one. ``step_fn(model, inputs,
+    y, idx, step, total)`` replaces the forward pass, loss and backward of a step (it calls
+    backward itself and returns the loss); ``loss_fn`` is then unused.
     """
     task, device = ctx.task, ctx.device
     torch.manual_seed(ctx.seed)
@@ -123,12 +127,17 @@ def train(
                 on_step(step, total)
             idx = perm[s : s + p.batch_size]
             batch = collate([enc[i] for i in idx], tokenizer.pad_token_id)
-            with autocast(device, ctx.precision):
-                logits = model(**{k: v.to(device) for k, v in batch.items()}).logits
-            loss = loss_fn(logits.float(), labels[idx].to(device), idx)
+            inputs = {k: v.to(device) for k, v in batch.items()}
+            if step_fn is None:
+                with autocast(device, ctx.precision):
+                    logits = model(**inputs).logits
+                loss = loss_fn(logits.float(), labels[idx].to(device), idx)
+            else:  # e.g. FreeLB: several forward/backward passes per optimizer step
+                loss = step_fn(model, inputs, labels[idx].to(device), idx, step, total)
             if not torch.isfinite(loss):
                 raise BenchError(f"loss became {loss.item()} at step {step} (lr {p.lr}, loss {p.loss}); lower --param lr")
-            loss.backward()
+            if step_fn is None:
+                loss.backward()
             torch.nn.utils.clip_grad_norm_(params, p.max_grad_norm)
             opt.step()
             sched.step()

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from bench.records import Record
-from leaderboard.plot import plot
+from leaderboard.plot import ATTACKS, heatmap, plot
 
 
 def fmt(values: list[float], scale: float = 100.0, digits: int = 1) -> str:
@@ -31,7 +31,7 @@ def fmt(values: list[float], scale: float = 100.0, digits: int = 1) -> str:
     return f"{np.mean(vals):.{digits}f} ± {np.std(vals, ddof=1):.{digits}f}"
 
 
-SHOWN_IN_LABEL = ("loss", "rewind", "paradigm", "retrain_loss")  # already part of the method's label
+SHOWN_IN_LABEL = ("loss", "rewind", "paradigm", "retrain_loss", "ticket")  # already part of the method's label
 
 
 def _variant(r: Record) -> str:
@@ -83,8 +83,6 @@ def _columns(records: list[Record]) -> list[tuple[str, str, float, int]]:
                      (f"{shown} Suc%", f"{recipe}/suc", 100.0, 1), (f"{shown} #Query", f"{recipe}/queries", 1.0, 1)]
     return cols
 
-
-ATTACKS = {"textfooler": "TextFooler", "bert_attack": "BERT-Attack", "textbugger": "TextBugger"}
 
 
 def _resources(records: list[Record]) -> list[str]:
@@ -183,7 +181,10 @@ def build(records: list[Record], markdown: Path | None = None) -> str:
             rows = [(_row_label(g[0]), g[0].sparsity.get("target"), g) for _, g in sorted(groups.items())]
             png = plot(rows, markdown.parent / "plots" / f"{slug}.png", f"{task}, suite {suite}, backbone {backbone}")
             if png is not None:
-                out += [f"![sparsity against ID and OOD metrics, {task}](plots/{png.name})", ""]
+                out += [f"![sparsity against the table's metrics, {task}](plots/{png.name})", ""]
+            png = heatmap(rows, markdown.parent / "plots" / f"{slug}_pattern.png", f"sparsity per layer and matrix, {task}")
+            if png is not None:
+                out += [f"![sparsity pattern per layer and matrix, {task}](plots/{png.name})", ""]
         cells = cell_table(rs)
         if cells is not None:
             out += [f"Per-cell accuracy (heuristic / gold label), {task}:", "", cells.to_markdown(index=False), ""]

@@ -17,6 +17,7 @@ import numpy as np
 
 from bench.records import Record
 
+ATTACKS = {"textfooler": "TextFooler", "bert_attack": "BERT-Attack", "textbugger": "TextBugger"}
 Row = tuple[str, float | None, list[Record]]  # (leaderboard row label, target sparsity, its records)
 
 
@@ -28,6 +29,7 @@ def _panels(records: list[Record]) -> list[tuple[str, str, float]]:
             out.append((k.split("/")[1], k, 100.0))
             out += [(f"{k.split('/')[1]} {m.rsplit('/', 1)[1]} (cells)", m, 100.0) for m in keys if m.startswith(f"{k}/mean/")]
     out += [(f"F_bias {k.split('/', 1)[1]}", k, 1.0) for k in keys if k.startswith("f_bias/")]
+    out += [(f"{shown} Aua%", f"{recipe}/aua", 100.0) for recipe, shown in ATTACKS.items() if f"{recipe}/aua" in keys]
     return out
 
 
@@ -86,6 +88,58 @@ def plot(rows: list[Row], path: Path, title: str) -> Path | None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp.png")
     fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    tmp.replace(path)
+    return path
+
+
+MATRICES = {"attention.self.query": "Q", "attention.self.key": "K", "attention.self.value": "V",
+            "attention.output.dense": "AO", "intermediate.dense": "FFN-in", "output.dense": "FFN-out"}
+
+
+def pattern(per_matrix: dict[str, float]) -> np.ndarray:
+    """Sparsity per layer (rows) x matrix type (columns Q, K, V, AO, FFN-in, FFN-out)."""
+    cells: dict[tuple[int, int], float] = {}
+    for name, value in per_matrix.items():
+        layer = int(name.split("encoder.layer.")[1].split(".")[0])
+        rest = name.split(f"encoder.layer.{layer}.")[1]
+        cells[(layer, list(MATRICES).index(rest))] = value
+    out = np.full((max(k[0] for k in cells) + 1, len(MATRICES)), np.nan)
+    for (i, j), v in cells.items():
+        out[i, j] = v
+    return out
+
+
+def heatmap(rows: list[Row], path: Path, title: str) -> Path | None:
+    """The sparsity pattern of every sparse row whose matrices differ (global pruning, tickets),
+    as in Zheng et al. (2022), figure 3: layers x matrix type, mean over seeds."""
+    shown = []
+    for label, target, rs in rows:
+        grids = [pattern(r.sparsity["per_matrix"]) for r in rs if r.sparsity.get("per_matrix")]
+        if target is None or not grids:
+            continue
+        grid = np.nanmean(grids, axis=0)
+        if np.nanmax(grid) - np.nanmin(grid) > 1e-3:
+            shown.append((f"{label} @ {target:.0%}", grid))
+    if not shown:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(shown), figsize=(3.2 * len(shown), 3.4), squeeze=False)
+    for ax, (name, grid) in zip(axes[0], shown, strict=True):
+        im = ax.imshow(100 * grid, cmap="viridis", vmin=0, vmax=100, aspect="auto")
+        ax.set_xticks(range(len(MATRICES)), list(MATRICES.values()), rotation=45, fontsize=7)
+        ax.set_yticks(range(grid.shape[0]))
+        ax.set_ylabel("layer")
+        ax.set_title(name, fontsize=8)
+    fig.colorbar(im, ax=axes[0].tolist(), label="sparsity %", shrink=0.8)
+    fig.suptitle(title, fontsize=9)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=110, bbox_inches="tight")
     plt.close(fig)
     tmp.replace(path)
     return path

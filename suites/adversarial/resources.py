@@ -144,6 +144,23 @@ def _embedding_base():
     return textattack().shared.AbstractWordEmbedding
 
 
+@cache
+def _glove() -> _Glove:
+    return _Glove()
+
+
+@cache
+def _neighbour_embedding(path: str):
+    return make_neighbour_embedding(json.loads(Path(path).read_text()), _glove())
+
+
+@cache
+def _sentence_model(path: str):
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(path, device="cpu", local_files_only=True)
+
+
 def make_neighbour_embedding(neighbours: dict[str, list[str]], glove: _Glove):
     """A TextAttack word embedding whose nearest neighbours are a given list (the counter-fitted
     neighbourhoods of Mrksic et al. 2016); a listed pair has cosine 1 (it passed the
@@ -251,11 +268,10 @@ def word_swap(data_dir: Path | None, user_path: str) -> tuple[object, Resource]:
         emb = ta.shared.WordEmbedding.counterfitted_GLOVE_embedding()
         return emb, Resource("word_swap", "official", "counter-fitted paragram (paragramcf), TextAttack's",
                              str(ta_cache / "word_embeddings" / "paragramcf"))
-    glove = _Glove()
+    glove = _glove()
     listed = data_dir / "wordsub" / "counterfitted_neighbors.json" if data_dir else None
     if listed is not None and listed.is_file():
-        neighbours = json.loads(listed.read_text())
-        return make_neighbour_embedding(neighbours, glove), Resource(
+        return _neighbour_embedding(str(listed)), Resource(
             "word_swap", "fallback", "counter-fitted neighbour list (at most 8 per word) + GloVe 6B-50d cosine",
             "wordsub/counterfitted_neighbors.json", sha256_file(listed),
             "TextFooler's 50 candidates become at most 8; listed pairs count as cosine 1")
@@ -294,9 +310,7 @@ def sentence_encoder(user_path: str, **kwargs) -> tuple[object, Resource]:
 
         def __init__(self) -> None:
             super().__init__(**kwargs)
-            from sentence_transformers import SentenceTransformer
-
-            self.model = SentenceTransformer(path, device="cpu", local_files_only=True)
+            self.model = _sentence_model(path)  # SentenceEncoder._sim_score calls self.model.encode
 
         def encode(self, sentences):
             return self.model.encode(sentences, convert_to_numpy=True, show_progress_bar=False)
@@ -316,6 +330,13 @@ def _nltk_has(resource: str) -> bool:
     return not str(found).startswith(str(cache_dir()))
 
 
+@cache
+def _ud_tagger():
+    import denckring_en_pos
+
+    return denckring_en_pos.tagger()
+
+
 UD_TO_UNIVERSAL = {"AUX": "VERB", "PROPN": "NOUN", "CCONJ": "CONJ", "SCONJ": "ADP", "PART": "PRT",
                    "PUNCT": ".", "SYM": "X", "INTJ": "X"}
 
@@ -332,9 +353,7 @@ def part_of_speech(**kwargs) -> tuple[object, Resource]:
 
         def __init__(self) -> None:
             super().__init__(tagger_type="nltk", tagset="universal", **kwargs)
-            import denckring_en_pos
-
-            self._tagger = denckring_en_pos.tagger()
+            self._tagger = _ud_tagger()
 
         def _get_pos(self, before_ctx, word, after_ctx):
             words = before_ctx + [word] + after_ctx

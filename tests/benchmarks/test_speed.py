@@ -112,3 +112,62 @@ def test_srnet_mask_training_step(benchmark, setup):
     ratio = sorted(times)[2] / benchmark.stats["median"]
     benchmark.extra_info["speed_vs_dense"] = ratio
     assert ratio >= 0.9, f"mask training runs at {ratio:.2f}x the dense speed"
+
+
+# --- the adversarial suite's model wrapper ------------------------------------------------------
+SHARED = __import__("pathlib").Path(__file__).resolve().parents[2].parent / "shared" / "data"
+
+
+def _attack_all(wrapper, examples):
+    """TextFooler on every example; (outcomes, total queries)."""
+    from collections import OrderedDict
+
+    from suites.adversarial.recipes import Sources, build
+
+    data = SHARED if (SHARED / "wordsub").is_dir() else None
+    attack = build("textfooler", wrapper, Sources(data), pair=False).attack
+    results = [attack.attack(OrderedDict([("text", e.text_a)]), e.label) for e in examples]
+    return [(type(r).__name__, r.perturbed_result.num_queries) for r in results], sum(
+        r.perturbed_result.num_queries for r in results)
+
+
+@pytest.fixture(scope="module")
+def attack_setup():
+    from bench.data import stratified_sample
+
+    bb = resolve("minilm")
+    tok = load_tokenizer(bb)
+    model = load_classifier(bb, 2, seed=0).eval()  # the speed of queries, not of a good model
+    examples = stratified_sample(TASKS.get("sent_synth").load(None).test, 12, seed=0)
+    return model, tok, examples
+
+
+def test_attack_queries_per_second_textattack_wrapper(benchmark, attack_setup):
+    from suites.adversarial.resources import textattack
+
+    model, tok, examples = attack_setup
+    benchmark.group = "attack queries"
+    wrapper = textattack().models.wrappers.HuggingFaceModelWrapper(model, tok)
+    _, queries = benchmark.pedantic(lambda: _attack_all(wrapper, examples), rounds=1, iterations=1)
+    benchmark.extra_info["queries_per_s"] = queries / benchmark.stats["mean"]
+
+
+def test_attack_queries_per_second_harness_wrapper(benchmark, attack_setup):
+    """Target (issue 4): >= 3x the queries per second of TextAttack's HuggingFaceModelWrapper on
+    the same attack, with identical per-example outcomes and query counts."""
+    import time
+
+    from suites.adversarial.resources import textattack
+    from suites.adversarial.wrapper import make_wrapper
+
+    model, tok, examples = attack_setup
+    benchmark.group = "attack queries"
+    t0 = time.perf_counter()
+    theirs, queries = _attack_all(textattack().models.wrappers.HuggingFaceModelWrapper(model, tok), examples)
+    hf_seconds = time.perf_counter() - t0
+    ours, _ = benchmark.pedantic(lambda: _attack_all(make_wrapper(model, tok, 48, torch.device("cpu")), examples),
+                                 rounds=1, iterations=1)
+    speedup = hf_seconds / benchmark.stats["mean"]
+    benchmark.extra_info.update(queries_per_s=queries / benchmark.stats["mean"], speedup_vs_textattack=speedup)
+    assert ours == theirs
+    assert speedup >= 3, f"harness wrapper is only {speedup:.1f}x TextAttack's"

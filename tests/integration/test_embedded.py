@@ -43,3 +43,41 @@ def test_real_mnli_split_with_hans_cells(tmp_path):
     cells = [k for k in rec["metrics"] if k.startswith("ood/hans/") and k.count("/") == 3 and "/mean/" not in k and "/share/" not in k]
     assert len(cells) == 6
     assert "mnli/dev_matched.tsv" in json.dumps(rec["provenance"]["data"])
+
+
+def test_killing_an_attack_midway_and_rerunning_finishes_only_the_rest(tmp_path, tiny_bert):
+    """A real SIGKILL in the middle of an attack (tiny BERT, TextBugger, 10 examples)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    data = ["--data-dir", str(SHARED)] if (SHARED / "wordsub").is_dir() else []
+    argv = [sys.executable, "-m", "bench", "run", "--method", "finetune", "--suite", "textbugger", "--task", "sent_synth",
+            "--backbone", str(tiny_bert), "--max-examples", "200", "--param", "epochs=4", "--param", "batch_size=16",
+            "--param", "lr=1e-3", "--suite-param", "n=10", "--quiet", *data]
+    env = {**os.environ, "BENCH_CACHE": os.environ.get("BENCH_CACHE", str(tmp_path / "cache"))}
+    whole = subprocess.run([*argv, "--out", str(tmp_path / "whole")], env=env, capture_output=True, text=True, timeout=600)
+    assert whole.returncode == 0, whole.stderr
+    proc = subprocess.Popen([*argv, "--out", str(tmp_path / "cut")], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    partial = tmp_path / "cut" / "partial"
+    deadline = time.time() + 600
+    while time.time() < deadline:
+        files = list(partial.glob("*/textbugger.jsonl")) if partial.is_dir() else []
+        if files and len(files[0].read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done_before = len(files[0].read_text().splitlines())
+    assert 3 <= done_before < 10 and not (tmp_path / "cut" / "records").exists()
+    rerun = subprocess.run([*argv, "--out", str(tmp_path / "cut")], env=env, capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr
+    a = json.loads(next((tmp_path / "whole" / "records").glob("*.json")).read_text())
+    b = json.loads(next((tmp_path / "cut" / "records").glob("*.json")).read_text())
+    assert a["metrics"] == b["metrics"] and a["details"]["sample_ids"] == b["details"]["sample_ids"]
+    rows = lambda d, r: [{k: v for k, v in json.loads(x).items() if k != "seconds"}  # noqa: E731
+                         for x in (d / "records" / r["predictions"]).read_text().splitlines()]
+    assert rows(tmp_path / "whole", a) == rows(tmp_path / "cut", b)
+    assert b["details"]["model_calls"] < a["details"]["model_calls"]  # the finished examples were not redone

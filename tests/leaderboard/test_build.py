@@ -54,3 +54,21 @@ def test_sparsity_plot_is_written_beside_the_markdown_and_linked(tmp_path):
 def test_no_plot_without_sparse_rows(tmp_path):
     md = build([_rec("finetune (ce)", 0, None, 0.9, 0.6, 1.0)], markdown=tmp_path / "LEADERBOARD.md")
     assert "plots/" not in md and not (tmp_path / "plots").exists()
+
+
+def test_sparsity_pattern_heatmap_only_when_matrices_differ(tmp_path):
+    from leaderboard.plot import pattern
+
+    names = [f"bert.encoder.layer.{i}.{m}" for i in range(2) for m in
+             ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
+              "intermediate.dense", "output.dense")]
+    grid = pattern({n: k / 12 for k, n in enumerate(names)})
+    assert grid.shape == (2, 6) and grid[1, 5] == 11 / 12 and grid[0, 0] == 0
+    uniform = _rec("imp (ce)", 0, 0.5, 0.8, 0.6, 1.0)
+    uniform.sparsity["per_matrix"] = {n: 0.5 for n in names}
+    ticket = _rec("robust ticket (retrained, ce)", 0, 0.5, 0.8, 0.6, 1.0)
+    ticket.sparsity["per_matrix"] = {n: k / 12 for k, n in enumerate(names)}
+    build([uniform], markdown=tmp_path / "a" / "LEADERBOARD.md")
+    assert not list((tmp_path / "a" / "plots").glob("*_pattern.png"))
+    md = build([uniform, ticket], markdown=tmp_path / "b" / "LEADERBOARD.md")
+    assert (tmp_path / "b" / "plots" / "nli_synth_ood_minilm_pattern.png").is_file() and "_pattern.png)" in md

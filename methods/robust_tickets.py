@@ -1,0 +1,265 @@
+"""Robust Tickets: hard-concrete L0 masks searched with an adversarial loss, and FreeLB.
+
+Zheng et al., "Robust Lottery Tickets for Pre-trained Language Models", ACL 2022 (DESIGN
+section 4). From the fine-tuned model, with every weight frozen, a hard-concrete gate per
+prunable weight (``bench.masking.HardConcreteMask``; log_alpha learned, beta = 2/3, gamma =
+-0.1, zeta = 1.1) is trained on
+
+    L = L_adv + lambda * E[L0],   E[L0] = mean_w sigmoid(log_alpha_w - beta log(-gamma / zeta))
+
+where L_adv is FreeLB's loss (Zhu et al. 2020): a perturbation delta of the word embeddings,
+initialised with L2 norm ``adv_init_mag`` per example, raised by ``adv_steps`` ascent steps of
+size ``adv_lr`` along the L2-normalised gradient (projected to ``adv_max_norm`` when > 0), the
+loss of every step averaged into the update. Only the gates are optimised and clipped: the
+frozen weights never get gradients (the published code accumulated un-zeroed weight gradients
+into the clipping; DESIGN section 7). ``lambda`` is constant after an optional linear warm-up
+counted in optimizer steps (the published ramp counted dictionary keys).
+
+log_alpha starts at ``init_log_alpha`` plus 0.01 |W| / max |W|, so that gates the search
+never moves rank by weight magnitude rather than by position. The ticket keeps the weights with
+the largest sigmoid(log_alpha) at exactly the target
+sparsity (``scope`` global or per matrix). It is binary wherever it is evaluated, during the
+search too, and is retrained from the pre-trained weights with standard CE (lr 2e-5, as the
+paper). Controls, same sparsity and retraining (``ticket``): ``random`` (a random mask with
+the robust ticket's per-matrix sparsity) and ``imp`` (the IMP lottery ticket's mask); and the
+dense ``freelb`` method (FreeLB adversarial fine-tuning) below. The dense model trained for as
+many steps as the ticket (search + retrain) is ``finetune --param epochs=<search + retrain
+epochs>``; every ticket records that number.
+
+CPU scale: the paper searches for 20 epochs at mask lr 0.05-0.1; here ``search_epochs`` = 3.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+from bench.api import Candidate, Context, Method
+from bench.backbone import load_classifier, load_tokenizer
+from bench.errors import BenchError
+from bench.losses import ce
+from bench.masking import (
+    HardConcreteMask,
+    apply_masks,
+    check_sparsity,
+    draw_ticket,
+    l0_penalty,
+    prunable_linears,
+)
+from bench.predict import autocast
+from bench.registry import METHODS
+from bench.train import TrainParams, total_steps, train
+
+
+@dataclass
+class FreeLBParams:
+    adv_steps: int = 2  # K ascent steps
+    adv_init_mag: float = 0.05
+    adv_lr: float = 0.03
+    adv_max_norm: float = 0.0  # 0: unbounded (as FreeLB's GLUE settings)
+
+    def check_adv(self) -> None:
+        if self.adv_steps < 1:
+            raise BenchError(f"adv_steps must be at least 1 (the adversarial loss needs an ascent step), got {self.adv_steps}")
+        if self.adv_init_mag < 0 or self.adv_lr <= 0 or self.adv_max_norm < 0:
+            raise BenchError("adv_init_mag and adv_max_norm must be >= 0 and adv_lr > 0")
+
+
+def init_delta(embeds: torch.Tensor, attention: torch.Tensor, magnitude: float, gen: torch.Generator | None = None) -> torch.Tensor:
+    """FreeLB's start: uniform noise on real tokens, scaled to L2 norm ``magnitude`` per example."""
+    mask = attention.unsqueeze(-1).to(embeds.dtype)
+    delta = (torch.rand(embeds.shape, generator=gen, device="cpu").to(embeds.device) * 2 - 1) * mask
+    norm = delta.flatten(1).norm(dim=1).clamp_min(1e-12)
+    return delta * (magnitude / norm).view(-1, 1, 1)
+
+
+def ascend(delta: torch.Tensor, grad: torch.Tensor, attention: torch.Tensor, step: float, max_norm: float) -> torch.Tensor:
+    """One ascent step along the L2-normalised gradient, projected onto ||delta|| <= max_norm."""
+    grad = grad * attention.unsqueeze(-1).to(grad.dtype)
+    delta = delta + step * grad / grad.flatten(1).norm(dim=1).clamp_min(1e-12).view(-1, 1, 1)
+    if max_norm > 0:
+        norm = delta.flatten(1).norm(dim=1).clamp_min(1e-12)
+        delta = delta * (max_norm / norm).clamp(max=1.0).view(-1, 1, 1)
+    return delta
+
+
+def freelb_loss(model, inputs: dict, y: torch.Tensor, a: FreeLBParams, ctx: Context, extra=None,
+                record: list | None = None) -> torch.Tensor:
+    """FreeLB's K-step adversarial loss; calls backward itself (gradients of every step,
+    averaged, accumulate into whatever requires grad). ``extra()`` adds a regulariser once."""
+    emb_layer = model.get_input_embeddings()
+    attention = inputs["attention_mask"]
+    rest = {k: v for k, v in inputs.items() if k != "input_ids"}
+    with torch.no_grad():
+        delta = init_delta(emb_layer(inputs["input_ids"]), attention, a.adv_init_mag)
+    total = torch.zeros((), device=y.device)
+    for k in range(a.adv_steps):
+        delta.requires_grad_(True)
+        with autocast(ctx.device, ctx.precision):
+            logits = model(inputs_embeds=emb_layer(inputs["input_ids"]) + delta, **rest).logits
+        loss = ce(logits, y) / a.adv_steps
+        if extra is not None and k == 0:
+            loss = loss + extra()
+        loss.backward()
+        total = total + loss.detach()
+        if record is not None:
+            record.append(float(delta.detach().flatten(1).norm(dim=1).max()))
+        if k < a.adv_steps - 1:
+            delta = ascend(delta.detach(), delta.grad.detach(), attention, a.adv_lr, a.adv_max_norm)
+    return total
+
+
+@dataclass
+class RobustTicketsParams(TrainParams, FreeLBParams):
+    """The inherited recipe (epochs, lr, ...) fine-tunes the start model."""
+
+    ticket: Literal["robust", "random", "imp"] = "robust"
+    scope: Literal["global", "local"] = "global"
+    lam: float = 0.5  # lambda of the L0 penalty, in [0.1, 1] in the paper
+    lambda_warmup: float = 0.0  # fraction of search steps over which lambda rises linearly from 0
+    search_epochs: float = 3.0
+    mask_lr: float = 0.1
+    init_log_alpha: float = 2.0  # P(z != 0) ~ 0.97 at the start: the search starts from the full model
+    retrain_epochs: float = 3.0
+    retrain_lr: float = 2e-5
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.check_adv()
+        if not (math.isfinite(self.lam) and self.lam >= 0):
+            raise BenchError(f"lam (the L0 penalty's lambda) must be >= 0, got {self.lam}")
+        if not 0 <= self.lambda_warmup < 1:
+            raise BenchError(f"lambda_warmup must be in [0, 1), got {self.lambda_warmup}")
+        for name in ("search_epochs", "mask_lr", "retrain_epochs", "retrain_lr"):
+            if not (math.isfinite(getattr(self, name)) and getattr(self, name) > 0):
+                raise BenchError(f"{name} must be a positive finite number")
+
+    def recipe(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(TrainParams) if f.name != "loss"}
+
+
+@METHODS.register("robust_tickets")
+class RobustTickets(Method):
+    name = "robust_tickets"
+    description = "Robust Tickets (Zheng et al. 2022): hard-concrete L0 masks searched with FreeLB, retrained from pre-trained weights; ticket=random|imp controls"
+    Params = RobustTicketsParams
+    sparse = True
+
+    def label(self, p: RobustTicketsParams) -> str:
+        return {"robust": "robust ticket", "random": "random ticket", "imp": "IMP ticket"}[p.ticket] + " (retrained, ce)"
+
+    def build(self, ctx: Context, p: RobustTicketsParams) -> Candidate:
+        sparsity = check_sparsity(ctx.sparsity or 0.0)
+        if p.ticket == "robust":
+            masks, info, _ = self.search(ctx, p, sparsity)
+        elif p.ticket == "random":
+            robust = ctx.require("robust_tickets", sparsity=sparsity, **{**dataclasses.asdict(p), "ticket": "robust"})
+            masks = random_like(robust.masks, ctx.seed)
+            info = {"pattern_from": robust.lineage.get("key")}
+        else:
+            found = ctx.require("imp", sparsity=sparsity, **p.recipe())
+            masks = {k: v for k, v in found.masks.items() if k in prunable_linears(found.model)}
+            info = {"mask_from": found.lineage.get("key")}
+        return self.retrain(ctx, p, masks, info)
+
+    @staticmethod
+    def search(ctx: Context, p: RobustTicketsParams, sparsity: float) -> tuple[dict, dict, torch.nn.Module]:
+        start = ctx.require("finetune", **p.recipe())
+        model = copy.deepcopy(start.model)
+        tok = load_tokenizer(ctx.backbone)
+        for q in model.parameters():
+            q.requires_grad_(False)
+        gates: list[HardConcreteMask] = []
+        for lin in prunable_linears(model).values():
+            w = lin.weight.detach().abs()
+            tie_break = 0.01 * w / w.max().clamp_min(1e-12)  # untouched gates rank by magnitude, not position
+            torch.nn.utils.parametrize.register_parametrization(
+                lin, "weight", HardConcreteMask(p.init_log_alpha + tie_break))
+            gates.append(lin.parametrizations.weight[0])
+        draw_ticket(gates, sparsity, p.scope)
+        sp = TrainParams(loss="ce", epochs=p.search_epochs, lr=p.mask_lr, batch_size=p.batch_size,
+                         warmup_ratio=0.0, weight_decay=0.0, eval_every=p.eval_every, max_grad_norm=p.max_grad_norm)
+        n_steps = total_steps(len(ctx.task.train), sp)
+        norms: list[float] = []
+        penalties: list[float] = []
+
+        def lam(step: int) -> float:
+            ramp = p.lambda_warmup * n_steps
+            return p.lam * min(1.0, step / ramp) if ramp > 0 else p.lam
+
+        def step_fn(m, inputs, y, idx, step, total):
+            def penalty():
+                value = l0_penalty(gates)
+                penalties.append(float(value.detach()))
+                return lam(step) * value
+
+            return freelb_loss(m, inputs, y, p, ctx, extra=penalty, record=norms)
+
+        result = train(model, tok, ctx, sp, loss_fn=None, step_fn=step_fn,  # type: ignore[arg-type]
+                       on_eval=lambda step, total: draw_ticket(gates, sparsity, p.scope),
+                       groups=[{"params": [g.log_alpha for g in gates], "weight_decay": 0.0, "lr": p.mask_lr}],
+                       desc=f"ticket search {sparsity:.2f}")
+        draw_ticket(gates, sparsity, p.scope)  # from the best checkpoint's log_alpha
+        masks = {name: lin.parametrizations.weight[0].ticket.detach().cpu().clone()
+                 for name, lin in prunable_linears(model).items()}
+        info = {"start_model": start.lineage.get("key"), "search_steps": result.steps, "search_best_step": result.best_step,
+                "search_best_dev": result.best_dev, "search_history": result.history, "search_seconds": result.seconds,
+                "l0_start": penalties[0] if penalties else None, "l0_end": penalties[-1] if penalties else None,
+                "max_delta_norm": max(norms) if norms else None}
+        return masks, info, model
+
+    @staticmethod
+    def retrain(ctx: Context, p: RobustTicketsParams, masks: dict, info: dict) -> Candidate:
+        tok = load_tokenizer(ctx.backbone)
+        model = load_classifier(ctx.backbone, len(ctx.task.labels), ctx.seed)  # the pre-trained weights
+        apply_masks(model, masks)
+        rp = TrainParams(loss="ce", epochs=p.retrain_epochs, lr=p.retrain_lr, batch_size=p.batch_size,
+                         warmup_ratio=p.warmup_ratio, weight_decay=p.weight_decay, eval_every=p.eval_every,
+                         max_grad_norm=p.max_grad_norm)
+        result = train(model, tok, ctx, rp, lambda logits, y, idx: ce(logits, y), desc="ticket retrain")
+        info.update(retrain_steps=result.steps, best_step=result.best_step, best_dev=result.best_dev,
+                    retrain_history=result.history, train_seconds=result.seconds,
+                    dense_equivalent_epochs=(p.search_epochs if p.ticket == "robust" else 0) + p.retrain_epochs)
+        return Candidate(model=model, tokenizer=tok, lineage={}, info=info)
+
+
+def random_like(masks: dict[str, torch.Tensor], seed: int) -> dict[str, torch.Tensor]:
+    """A random mask per matrix with exactly the same number of kept weights."""
+    gen = torch.Generator().manual_seed(seed)
+    out = {}
+    for name, m in masks.items():
+        flat = torch.zeros(m.numel(), dtype=torch.bool)
+        flat[torch.randperm(m.numel(), generator=gen)[: int(m.sum())]] = True
+        out[name] = flat.view_as(m)
+    return out
+
+
+@dataclass
+class FreeLBTrainParams(TrainParams, FreeLBParams):
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.check_adv()
+
+
+@METHODS.register("freelb")
+class FreeLB(Method):
+    name = "freelb"
+    description = "dense FreeLB adversarial fine-tuning (Zhu et al. 2020), the Robust Tickets control"
+    Params = FreeLBTrainParams
+
+    def label(self, p: FreeLBTrainParams) -> str:
+        return "freelb (dense)"
+
+    def build(self, ctx: Context, p: FreeLBTrainParams) -> Candidate:
+        tok = load_tokenizer(ctx.backbone)
+        model = load_classifier(ctx.backbone, len(ctx.task.labels), ctx.seed)
+        result = train(model, tok, ctx, p, loss_fn=None,  # type: ignore[arg-type]
+                       step_fn=lambda m, inputs, y, idx, step, total: freelb_loss(m, inputs, y, p, ctx), desc="freelb")
+        info = {"best_step": result.best_step, "best_dev": result.best_dev, "train_steps": result.steps,
+                "train_seconds": result.seconds, "history": result.history}
+        return Candidate(model=model, tokenizer=tok, lineage={}, info=info)

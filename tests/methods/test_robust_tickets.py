@@ -1,0 +1,165 @@
+"""Robust Tickets (Zheng et al. 2022) and FreeLB on the tiny BERT."""
+
+import math
+
+import pytest
+import torch
+
+from bench.backbone import resolve
+from bench.masking import HardConcreteMask, draw_ticket, l0_penalty
+from methods.robust_tickets import (
+    RobustTickets,
+    RobustTicketsParams,
+    ascend,
+    init_delta,
+    random_like,
+)
+
+P = {"epochs": 2, "batch_size": 8, "search_epochs": 2, "retrain_epochs": 1, "mask_lr": 0.5}
+
+
+def _z(log_alpha: float, n: int = 200_000) -> torch.Tensor:
+    torch.manual_seed(0)
+    return HardConcreteMask(torch.full((n,), log_alpha)).sample()
+
+
+@pytest.mark.parametrize("la", [-10.0, -1.0, 0.0, 2.0, 10.0])
+def test_hard_concrete_lies_in_0_1_with_the_right_point_masses(la):
+    z = _z(la)
+    assert z.min() >= 0 and z.max() <= 1
+    # P(z = 0) = P(s < -gamma / (zeta - gamma)) = sigmoid(beta * log(-gamma / zeta) - log_alpha), and symmetrically
+    beta, gamma, zeta = HardConcreteMask.BETA, HardConcreteMask.GAMMA, HardConcreteMask.ZETA
+    p0 = 1 / (1 + math.exp(-(beta * math.log(-gamma / zeta) - la)))
+    p1 = 1 / (1 + math.exp(-(beta * math.log((zeta - 1) / (1 - gamma)) + la)))
+    assert (z == 0).float().mean().item() == pytest.approx(p0, abs=0.005)
+    assert (z == 1).float().mean().item() == pytest.approx(p1, abs=0.005)
+    if la >= 10:
+        assert (z == 1).float().mean() > 0.99
+    if la <= -10:
+        assert (z == 0).float().mean() > 0.99
+
+
+def test_l0_penalty_equals_its_closed_form_and_the_sampled_rate():
+    gates = [HardConcreteMask(torch.tensor([[-2.0, 0.0], [1.0, 3.0]])), HardConcreteMask(torch.tensor([0.5]))]
+    beta, gamma, zeta = HardConcreteMask.BETA, HardConcreteMask.GAMMA, HardConcreteMask.ZETA
+    la = torch.tensor([-2.0, 0.0, 1.0, 3.0, 0.5])
+    assert l0_penalty(gates).item() == pytest.approx(torch.sigmoid(la - beta * math.log(-gamma / zeta)).mean().item())
+    for value in (-2.0, 0.5, 3.0):
+        g = HardConcreteMask(torch.tensor([value]))
+        assert (_z(value) != 0).float().mean().item() == pytest.approx(g.p_nonzero().item(), abs=0.005)
+
+
+@pytest.mark.parametrize("scope", ["global", "local"])
+@pytest.mark.parametrize("s", [0.3, 0.7])
+def test_the_drawn_ticket_has_exactly_the_target_sparsity(scope, s):
+    torch.manual_seed(0)
+    gates = [HardConcreteMask(torch.randn(33, 17)), HardConcreteMask(torch.randn(64, 8) + 1.0)]
+    draw_ticket(gates, s, scope)
+    if scope == "global":
+        n = sum(g.ticket.numel() for g in gates)
+        assert sum(int((~g.ticket).sum()) for g in gates) == round(s * n)
+        assert int((~gates[0].ticket).sum()) != round(s * gates[0].ticket.numel())  # layers differ
+    else:
+        assert all(int((~g.ticket).sum()) == round(s * g.ticket.numel()) for g in gates)
+    g = gates[0]
+    kept, dropped = g.log_alpha[g.ticket], g.log_alpha[~g.ticket]
+    assert kept.min() >= dropped.max()  # the largest sigmoid(log_alpha) are kept
+    g.eval()
+    assert torch.equal(g(torch.ones(33, 17)), g.ticket.float())  # binary wherever evaluated
+
+
+def test_freelb_perturbations_respect_their_norm_bound():
+    torch.manual_seed(0)
+    embeds, attention = torch.randn(4, 7, 16), torch.ones(4, 7, dtype=torch.long)
+    attention[0, 5:] = 0
+    delta = init_delta(embeds, attention, 0.05)
+    assert torch.allclose(delta.flatten(1).norm(dim=1), torch.full((4,), 0.05))
+    assert delta[0, 5:].abs().sum() == 0  # padding is never perturbed
+    for _ in range(5):
+        delta = ascend(delta, torch.randn(4, 7, 16), attention, step=0.3, max_norm=0.2)
+        assert (delta.flatten(1).norm(dim=1) <= 0.2 + 1e-6).all()
+        assert delta[0, 5:].abs().sum() == 0
+    free = ascend(torch.zeros(4, 7, 16), torch.randn(4, 7, 16), attention, step=0.3, max_norm=0.0)
+    assert torch.allclose(free.flatten(1).norm(dim=1), torch.full((4,), 0.3))  # L2-normalised step
+
+
+def _ctx(runner, run_spec, sparsity=0.5, **params):
+    spec = run_spec("robust_tickets", suite="textfooler", task="sent_synth", sparsity=sparsity,
+                    params={**P, **params}, suite_params={"n": 4})
+    return spec, runner.context(spec, resolve(spec.backbone))
+
+
+def test_search_trains_only_the_gates_and_leaves_weights_bit_identical(runner, run_spec):
+    spec, ctx = _ctx(runner, run_spec, adv_max_norm=0.1)
+    start = runner.candidate(run_spec("finetune", task="sent_synth", params={"epochs": 2, "batch_size": 8}))
+    p = RobustTicketsParams(**{**P, "adv_max_norm": 0.1})
+    masks, info, model = RobustTickets.search(ctx, p, 0.5)
+    before = start.model.state_dict()
+    after = {k.replace(".parametrizations.weight.original", ".weight"): v for k, v in model.state_dict().items()
+             if "log_alpha" not in k and "ticket" not in k}
+    assert before.keys() == after.keys()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert all(q.grad is None for n, q in model.named_parameters() if "log_alpha" not in n)
+    moved = [(g - 2.0).abs().max().item() for n, g in model.named_parameters() if "log_alpha" in n]
+    assert max(moved) > 0.02  # the gates trained (they start at 2 + at most 0.01)
+    assert info["max_delta_norm"] <= 0.1 + 1e-6
+    zeros = sum(int((~m).sum()) for m in masks.values())
+    assert zeros == round(0.5 * sum(m.numel() for m in masks.values()))
+    assert info["l0_end"] < info["l0_start"]  # the penalty pulls gates towards zero
+
+
+def test_random_ticket_copies_the_robust_tickets_per_matrix_sparsity(runner, run_spec):
+    robust = runner.candidate(_ctx(runner, run_spec)[0])
+    spec, _ = _ctx(runner, run_spec, ticket="random")
+    rand = runner.candidate(spec)
+    assert rand.info["pattern_from"] == robust.lineage["key"]
+    assert robust.sparsity.per_matrix == rand.sparsity.per_matrix
+    assert len(set(robust.sparsity.per_matrix.values())) > 1  # global scope: matrices differ
+    assert any(not torch.equal(robust.masks[k], rand.masks[k]) for k in robust.masks)
+    m = random_like({"a": torch.tensor([[True, False, True, True]])}, seed=0)["a"]
+    assert int(m.sum()) == 3
+
+
+def test_ticket_is_retrained_from_the_pretrained_weights(runner, run_spec):
+    cand = runner.candidate(_ctx(runner, run_spec, ticket="imp")[0])
+    assert cand.info["retrain_steps"] > 0 and "mask_from" in cand.info
+    assert cand.sparsity.sparsity == pytest.approx(0.5, abs=1e-3)
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        (["lam=-0.5"], "lam (the L0 penalty's lambda) must be >= 0"),
+        (["adv_steps=0"], "adv_steps must be at least 1"),
+        (["ticket=lucky"], "parameter 'ticket' got 'lucky'"),
+    ],
+)
+def test_bad_parameters(capsys, tmp_path, params, message):
+    from bench.cli import main
+
+    argv = ["run", "--method", "robust_tickets", "--suite", "textfooler", "--task", "sent_synth", "--sparsity", "0.5",
+            "--out", str(tmp_path)]
+    for p in params:
+        argv += ["--param", p]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_sparsity_outside_the_range_is_an_error(capsys, tmp_path):
+    from bench.cli import main
+
+    assert main(["run", "--method", "robust_tickets", "--suite", "textfooler", "--sparsity", "1.0", "--out", str(tmp_path)]) == 2
+    assert "sparsity must be in [0, 1)" in capsys.readouterr().err
+
+
+def test_freelb_fine_tunes_the_dense_model_adversarially(runner, run_spec, monkeypatch):
+    import methods.robust_tickets as rt
+
+    calls = []
+    real = rt.freelb_loss
+    monkeypatch.setattr(rt, "freelb_loss", lambda *a, **k: calls.append(1) or real(*a, **k))
+    spec = run_spec("freelb", suite="textfooler", task="sent_synth", params={"epochs": 1, "batch_size": 8, "adv_steps": 3},
+                    suite_params={"n": 4})
+    cand = runner.candidate(spec)
+    assert len(calls) == cand.info["train_steps"] and cand.sparsity.sparsity == 0.0
