@@ -256,7 +256,7 @@ def _plain_params(model: nn.Module):
     """Parameters with masked weights counted as their masked values."""
     for name, mod in model.named_modules():
         for pname, p in mod.named_parameters(recurse=False):
-            if name.endswith("parametrizations.weight") or pname == "original":
+            if ".parametrizations." in f".{name}." or pname == "original":  # mask scores, gates, originals
                 continue
             yield f"{name}.{pname}", p
         if parametrize.is_parametrized(mod, "weight"):

@@ -28,7 +28,7 @@ from bench.api import Candidate, Context, Method, Suite
 from bench.backbone import Backbone, check_available, load_tokenizer, resolve
 from bench.data import TaskData
 from bench.errors import BenchError
-from bench.masking import SparsityReport, bake, check_sparsity, current_masks, sparsity_report
+from bench.masking import bake, check_sparsity, current_masks, sparsity_report
 from bench.params import parse_params
 from bench.records import Provenance, Record, device_info, load_record, write_atomic
 from bench.registry import METHODS, SUITES, TASKS
@@ -132,11 +132,11 @@ class Runner:
         cand = method.build(ctx, params)
         cand.lineage = lineage
         cand.masks = current_masks(cand.model)
+        bake(cand.model)  # the report counts the plain exported weights, nothing of the mask machinery
         cand.sparsity = sparsity_report(cand.model)
         if method.sparse and spec.sparsity and cand.sparsity.sparsity < spec.sparsity - 1e-3:  # rounding
             raise BenchError(f"{spec.method} reached sparsity {cand.sparsity.sparsity:.4f} below its target "
                              f"{spec.sparsity} (too few training steps? raise --param epochs or --max-examples)")
-        bake(cand.model)
         self._save_candidate(art, cand)
         return cand
 
@@ -183,7 +183,7 @@ class Runner:
             raise BenchError(f"cached checkpoint {art} is unreadable ({type(e).__name__}); delete that directory to rebuild it") from e
         tok = load_tokenizer(Backbone(str(art), str(art), True))
         return Candidate(model=model, tokenizer=tok, lineage=lineage, info=meta["info"], masks=masks,
-                         sparsity=SparsityReport(**meta["sparsity"]))
+                         sparsity=sparsity_report(model))  # counted from the weights, as when it was saved
 
     # --- runs ----------------------------------------------------------------------------------
     def run_id(self, spec: RunSpec) -> str:

@@ -111,3 +111,19 @@ def test_cubic_schedule_hits_its_end_points_and_is_monotone():
     assert all(b >= a for a, b in zip(vals, vals[1:], strict=False))
     assert cubic_sparsity(150, 100, 0.7, 0.9) == 0.9  # held after T
     assert cubic_sparsity(50, 100, 0.7, 0.9) == pytest.approx(0.9 - 0.2 * 0.5**3)
+
+
+def test_parameter_counts_ignore_mask_scores_and_gates(model):
+    from torch.nn.utils import parametrize
+
+    from bench.masking import HardConcreteMask
+
+    dense = sparsity_report(model)
+    for lin in prunable_linears(model).values():
+        parametrize.register_parametrization(lin, "weight", ScoreMask(lin.weight.detach().abs()))
+    with_scores = sparsity_report(model)
+    assert with_scores.total_params == dense.total_params
+    bake(model)
+    lin = next(iter(prunable_linears(model).values()))
+    parametrize.register_parametrization(lin, "weight", HardConcreteMask(torch.zeros_like(lin.weight)))
+    assert sparsity_report(model).total_params == dense.total_params

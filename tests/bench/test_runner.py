@@ -130,8 +130,8 @@ def test_nan_loss_stops_with_a_clear_error(runner, run_spec):
 def test_comma_separated_parameters_expand_into_a_grid(tiny_bert):
     from bench.runner import expand
 
-    specs = expand("srnet", "ood", [0.2, 0.5], [0, 1], backbone=str(tiny_bert), params={"loss": "ce,poe", "init": "soft"})
+    specs = expand("srnet", "ood", [0.2, 0.5], [0, 1], backbone=str(tiny_bert), params={"loss": "ce,poe", "init": "hard"})
     assert len(specs) == 2 * 2 * 2
     assert {(s.params.get("loss", "ce"), s.sparsity, s.seed) for s in specs} == {
         (loss, sp, seed) for loss in ("ce", "poe") for sp in (0.2, 0.5) for seed in (0, 1)}
-    assert all(s.params["init"] == "soft" for s in specs)
+    assert all(s.params["init"] == "hard" for s in specs)
