@@ -61,6 +61,7 @@ class Method(ABC):
     description: ClassVar[str]
     Params: ClassVar[type]  # a dataclass; every field is a --param with a default
     sparse: ClassVar[bool] = False  # takes --sparsity
+    default_sparsity: ClassVar[float] = 0.5  # when --sparsity is not given
 
     def label(self, params: Any) -> str:
         """The leaderboard row label, e.g. 'finetune (poe)'."""

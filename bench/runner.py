@@ -69,7 +69,7 @@ def _expand_one(method: str, suite: str, sparsities: list[float] | None, seeds: 
     check_available(resolve(common.get("backbone", "minilm")))
     if sparsities and not m.sparse:
         raise BenchError(f"method '{method}' is dense and takes no --sparsity")
-    sp = [check_sparsity(s) for s in sparsities] if sparsities else ([0.5] if m.sparse else [None])
+    sp = [check_sparsity(s) for s in sparsities] if sparsities else ([m.default_sparsity] if m.sparse else [None])
     common["params"] = canonical(m, common.get("params", {}))
     for s in sp:
         m.check(parse_params(m.Params, common["params"], f"method '{method}'"), s)

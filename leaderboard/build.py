@@ -65,6 +65,8 @@ def _columns(records: list[Record]) -> list[tuple[str, str, float, int]]:
     id_name = records[0].details.get("id_metric", "accuracy")
     f1 = id_name == "f1_weighted"
     cols = [(f"ID {'F1' if f1 else 'acc'}", "id", 100.0, 1)] + ([("ID acc", "id_acc", 100.0, 1)] if f1 else [])
+    if "id/gap" in keys:  # hypothesis-only easy / hard halves of MNLI
+        cols += [("ID easy", "id/easy", 100.0, 1), ("ID hard", "id/hard", 100.0, 1), ("easy - hard", "id/gap", 100.0, 1)]
     sets = [k.split("/")[1] for k in keys if k.startswith("ood/") and k.count("/") == 1]
     for s in sets:
         cols.append((s, f"ood/{s}", 100.0, 1))

@@ -46,6 +46,11 @@ class OODSuite(Suite):
         p = logits.argmax(1)
         metrics["id"] = id_metric(task.id_metric, y, p)
         metrics["id_acc"] = accuracy(y, p)
+        groups = np.array([e.group for e in task.test])
+        if set(groups.tolist()) == {"easy", "hard"}:  # MNLI's hypothesis-only hardness (Du et al. 2023)
+            for g in ("easy", "hard"):
+                metrics[f"id/{g}"] = accuracy(y[groups == g], p[groups == g])
+            metrics["id/gap"] = metrics["id/easy"] - metrics["id/hard"]
         preds += _rows("test", task.test, logits, p)
 
         pooled: dict[str, tuple[list, list, str]] = {}

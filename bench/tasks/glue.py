@@ -6,6 +6,8 @@ Local formats: those of ``../shared/data`` (see its README) and the official dis
 
 from __future__ import annotations
 
+import csv
+from dataclasses import replace
 from pathlib import Path
 
 from bench.data import (
@@ -19,6 +21,7 @@ from bench.data import (
     split_seeded,
     to_examples,
 )
+from bench.errors import BenchError
 from bench.hub import HubSpec, local_or_hub
 from bench.registry import TASKS
 from bench.tasks import Task
@@ -81,6 +84,27 @@ def read_mnli_file(path: Path) -> list[Example]:
     return to_examples(read_rows(path), path, PREMISE, HYPOTHESIS, GOLD, NLI_MAP, skip_labels=("-",))
 
 
+def read_csv_rows(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def with_hardness(examples: list[Example], path: Path) -> list[Example]:
+    """Each dev-matched example's group set to 'hard' or 'easy' from the hardness csv (idx = row)."""
+    rows = read_csv_rows(path)
+    try:
+        flags = {int(r["idx"]): r["hardness"].strip() == "1" for r in rows}
+    except (KeyError, ValueError) as e:
+        raise BenchError(f"{path}: expected columns idx, pairID, hardness ({e})") from e
+    out = []
+    for ex in examples:
+        i = int(ex.uid.rsplit("-", 1)[1])
+        if i not in flags:
+            raise BenchError(f"{path}: no hardness flag for row {i}")
+        out.append(replace(ex, group="hard" if flags[i] else "easy"))
+    return out
+
+
 @TASKS.register("mnli")
 class MNLIDevSplit(Task):
     """MNLI dev-matched split into train / dev / test (runs on CPU); OOD: HANS."""
@@ -90,9 +114,14 @@ class MNLIDevSplit(Task):
 
     def load(self, data_dir: Path | None) -> TaskData:
         path = find_file(data_dir, ["mnli/dev_matched.tsv", "MNLI/dev_matched.tsv", "multinli_1.0_dev_matched.jsonl"], "MNLI dev-matched")
-        train, dev, test = split_seeded(read_mnli_file(path), MNLI_SPLIT_SIZES, MNLI_SPLIT_SEED)
+        examples, files = read_mnli_file(path), [path]
+        hardness = path.parent / "dev_matched_hardness.csv"
+        if hardness.is_file():  # hypothesis-only hard / easy flags (Gururangan et al. 2018), same order
+            examples = with_hardness(examples, hardness)
+            files.append(hardness)
+        train, dev, test = split_seeded(examples, MNLI_SPLIT_SIZES, MNLI_SPLIT_SEED)
         hans = load_hans(data_dir)
-        src = local_source([path], f"MNLI dev-matched, seeded split (seed {MNLI_SPLIT_SEED}): train {len(train)} / dev {len(dev)} / test {len(test)}")
+        src = local_source(files, f"MNLI dev-matched, seeded split (seed {MNLI_SPLIT_SEED}): train {len(train)} / dev {len(dev)} / test {len(test)}")
         return TaskData(
             name=self.name, labels=NLI_LABELS, pair=True, id_metric="accuracy", max_length=128,
             bias_features="overlap", train=train, dev=dev, test=test, ood={HANS_ID: hans}, sources=[src],

@@ -68,6 +68,18 @@ def test_mnli_dev_split_reads_quotes_and_splits_seeded(data_dir):
     assert "mnli/dev_matched.tsv" in task.checksums()
 
 
+def test_mnli_hardness_flags_become_groups_by_row(data_dir):
+    rows = ["idx,pairID,hardness"] + [f"{i},{i}x,{1 if i % 4 == 0 else 0}" for i in range(1600)]
+    _write(data_dir / "mnli/dev_matched_hardness.csv", "\n".join(rows) + "\n")
+    task = TASKS.get("mnli").load(data_dir)
+    for e in task.train + task.test:
+        assert e.group == ("hard" if int(e.uid.rsplit("-", 1)[1]) % 4 == 0 else "easy")
+    assert "mnli/dev_matched_hardness.csv" in task.id_checksums()
+    _write(data_dir / "mnli/dev_matched_hardness.csv", "idx,pairID,hard\n0,a,1\n")
+    with pytest.raises(BenchError, match="expected columns idx, pairID, hardness"):
+        TASKS.get("mnli").load(data_dir)
+
+
 def test_paws_quirks_crlf_headerless_and_bytes_literals(data_dir):
     from bench.tasks.glue import load_paws
 

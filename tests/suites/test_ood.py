@@ -88,3 +88,13 @@ def test_paws_uses_weighted_f1(ctx):
     assert m["ood/paws_wiki"] == pytest.approx((2 * 0.8 + 4 * 6 / 7) / 6)
     assert m["ood/paws_wiki/acc"] == pytest.approx(5 / 6)
     assert np.isclose(m["pool/paws"], m["ood/paws_wiki"])
+
+
+def test_easy_and_hard_halves_of_the_test_set(ctx):
+    import dataclasses
+
+    c, cand = ctx
+    c.task.test = [dataclasses.replace(e, group=g) for e, g in zip(c.task.test, ["easy", "easy", "hard", "hard"], strict=True)]
+    m = OOD().evaluate(cand, c).metrics
+    # the fixed model is right on t1, t2, t4 and wrong on t3 (see ctx)
+    assert m["id/easy"] == 1.0 and m["id/hard"] == 0.5 and m["id/gap"] == 0.5

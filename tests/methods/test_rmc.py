@@ -1,0 +1,86 @@
+"""RMC (Du et al. 2023): its formulas by hand, and each objective end to end on the tiny BERT."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from bench.errors import BenchError
+from methods.rmc import difficulty, distill_loss, focal_weights, jtt_weights, smooth, weighted_ce
+
+P = {"epochs": 2, "batch_size": 8, "sparsities": "0.2:0.5"}
+
+
+def test_difficulty_lies_in_alpha_1_with_the_extremes_at_min_and_max_variance():
+    v = np.array([0.3, 0.1, 0.9, 0.5])
+    d = difficulty(v, 0.2)
+    assert d.min() == pytest.approx(0.2) and d.max() == pytest.approx(1.0)
+    assert d.argmin() == v.argmin() and d.argmax() == v.argmax()
+    assert d[0] == pytest.approx(0.2 + 0.8 * (0.3 - 0.1) / 0.8)
+    assert np.all(np.diff(d[np.argsort(v)]) >= 0)
+
+
+def test_smoothing_keeps_the_teacher_at_d1_and_tends_to_uniform_as_d_goes_to_0():
+    p = torch.tensor([[0.7, 0.2, 0.1], [0.05, 0.9, 0.05]])
+    assert torch.allclose(smooth(p, torch.ones(2)), p)
+    assert torch.allclose(smooth(p, torch.full((2,), 1e-6)), torch.full((2, 3), 1 / 3), atol=1e-5)
+    half = smooth(p, torch.tensor([0.5, 0.5]))
+    expected = torch.sqrt(p) / torch.sqrt(p).sum(1, keepdim=True)
+    assert torch.allclose(half, expected)
+
+
+def test_distillation_loss_by_hand():
+    logits = torch.tensor([[2.0, 0.0, 0.0]])
+    target = torch.tensor([[0.5, 0.25, 0.25]])
+    q = torch.softmax(logits, -1)[0]
+    ce = -math.log(q[0])
+    kl = sum(t * math.log(t / qi) for t, qi in zip(target[0].tolist(), q.tolist(), strict=True))
+    assert distill_loss(logits, torch.tensor([0]), target, 0.9).item() == pytest.approx(0.1 * ce + 0.9 * kl, rel=1e-5)
+
+
+def test_focal_and_jtt_weights_average_to_one_over_a_batch():
+    logits = torch.tensor([[3.0, 0.0], [0.0, 0.5], [1.0, 1.0], [-2.0, 2.0]])
+    y = torch.tensor([0, 0, 1, 1])
+    w = focal_weights(logits, y, 2.0)
+    assert w.mean().item() == pytest.approx(1.0)
+    p_y = torch.softmax(logits, -1).gather(1, y[:, None]).squeeze(1)
+    raw = (1 - p_y) ** 2
+    assert torch.allclose(w, raw / raw.mean())
+    j = jtt_weights(torch.tensor([True, False, False, False]), 2.0)
+    assert j.mean().item() == pytest.approx(1.0) and j[0] == pytest.approx(2 * j[1])
+    assert weighted_ce(logits, y, torch.ones(4)).item() == pytest.approx(torch.nn.functional.cross_entropy(logits, y).item())
+
+
+@pytest.mark.parametrize("objective", ["rmc", "vanilla", "distil", "smooth", "focal", "jtt"])
+def test_every_objective_trains_an_imp_student(runner, run_spec, objective):
+    rec = runner.run(run_spec("rmc", sparsity=0.4, params={**P, "objective": objective}))
+    assert rec.sparsity["sparsity"] == pytest.approx(0.4, abs=1e-3)
+    assert rec.method_info["teacher"].startswith("finetune-")
+    if objective == "rmc":
+        assert rec.method_info["alpha"] == 0.5 and rec.method_info["stage1_sparsities"] == [0.2, 0.5]
+        assert 0.5 <= rec.method_info["difficulty_mean"] <= 1.0
+
+
+def test_truncated_student_keeps_half_the_layers(runner, run_spec):
+    cand = runner.candidate(run_spec("rmc", sparsity=0.0, params={**P, "student": "truncated", "objective": "distil"}))
+    assert cand.model.config.num_hidden_layers == 1 and cand.info["student"] == "first 1 of 2 layers"
+
+
+@pytest.mark.parametrize(
+    "params, sparsity, message",
+    [
+        ({"alpha": 1.5}, 0.4, r"alpha must be in \(0, 1\]"),
+        ({"alpha": -0.2}, 0.4, r"alpha must be in \(0, 1\]"),
+        ({"sparsities": "0.5"}, 0.4, "at least two pruned models"),
+        ({"student": "truncated", "student_layers": 5}, 0.0, "more than the teacher's 2 layers"),
+        ({"student": "truncated"}, 0.4, "pass --sparsity 0"),
+        ({"loss": "poe"}, 0.4, "not loss="),
+    ],
+)
+def test_bad_input(runner, run_spec, tiny_bert, params, sparsity, message):
+    from bench.runner import expand
+
+    with pytest.raises(BenchError, match=message):
+        specs = expand("rmc", "ood", [sparsity], [0], backbone=str(tiny_bert), params={**P, **params}, max_examples=40)
+        runner.candidate(specs[0])
