@@ -25,9 +25,11 @@ from safetensors.torch import load_file, save_file
 
 from bench import __version__
 from bench.api import Candidate, Context, Method, Suite
-from bench.backbone import Backbone, check_available, load_tokenizer, resolve
+from bench.backbone import Backbone, check_available, load_classifier, load_tokenizer, resolve
 from bench.data import TaskData
+from bench.efficiency import measure
 from bench.errors import BenchError
+from bench.heads import load_pruned
 from bench.masking import bake, check_sparsity, current_masks, sparsity_report
 from bench.params import parse_params
 from bench.records import Provenance, Record, device_info, load_record, write_atomic
@@ -86,6 +88,7 @@ class Runner:
         self.progress = progress
         self.log = log
         self._tasks: dict[tuple, TaskData] = {}
+        self._dense: dict[tuple, torch.nn.Module] = {}
 
     # --- data and devices --------------------------------------------------------------------
     def task_data(self, spec: RunSpec) -> TaskData:
@@ -175,7 +178,10 @@ class Runner:
 
         try:
             meta = json.loads((art / "candidate.json").read_text())
-            model = AutoModelForSequenceClassification.from_pretrained(art, local_files_only=True, use_safetensors=True)
+            if "bench_kept_heads" in json.loads((art / "config.json").read_text()):  # heads removed
+                model = load_pruned(art, AutoModelForSequenceClassification)
+            else:
+                model = AutoModelForSequenceClassification.from_pretrained(art, local_files_only=True, use_safetensors=True)
             masks = {}
             if (art / "masks.safetensors").is_file():
                 masks = {k: v.bool() for k, v in load_file(str(art / "masks.safetensors")).items()}
@@ -184,6 +190,13 @@ class Runner:
         tok = load_tokenizer(Backbone(str(art), str(art), True))
         return Candidate(model=model, tokenizer=tok, lineage=lineage, info=meta["info"], masks=masks,
                          sparsity=sparsity_report(model))  # counted from the weights, as when it was saved
+
+    def dense(self, spec: RunSpec, num_labels: int):
+        """The uncompressed architecture of the backbone, timed beside every candidate."""
+        key = (spec.backbone, num_labels)
+        if key not in self._dense:
+            self._dense[key] = load_classifier(resolve(spec.backbone), num_labels, seed=0)
+        return self._dense[key]
 
     # --- runs ----------------------------------------------------------------------------------
     def run_id(self, spec: RunSpec) -> str:
@@ -214,6 +227,9 @@ class Runner:
         self.log(f"[bench] evaluating {method.label(params)} with suite {spec.suite}")
         result = suite.evaluate(cand, ctx)
         metrics = dict(result.metrics)
+        task = self.task_data(spec)
+        metrics.update(measure(cand.model, cand.tokenizer, self.dense(spec, len(task.labels)), task.test or task.dev,
+                               task.max_length, ctx.device, spec.precision, self.out / "artifacts" / cand.lineage["key"]))
         reference = None
         ref_spec = self.reference_spec(spec, params)
         if ref_spec == spec:
@@ -225,7 +241,6 @@ class Runner:
             reference = ref.run_id
         pred_rel = f"../predictions/{rid}.jsonl"
         write_atomic(self.out / "predictions" / f"{rid}.jsonl", "".join(json.dumps(r) + "\n" for r in result.predictions))
-        task = self.task_data(spec)
         record = Record(
             run_id=rid, method=spec.method, label=method.label(params), params=dataclasses.asdict(params),
             task=spec.task, backbone=spec.backbone, seed=spec.seed, suite=spec.suite,

@@ -79,6 +79,10 @@ def _columns(records: list[Record]) -> list[tuple[str, str, float, int]]:
         if means:
             cols += [(f"{s} predicted {k.rsplit('/', 1)[1]} %", k, 100.0, 1) for k in share]
     cols += [(f"F_bias {k.split('/', 1)[1]}", k, 1.0, 2) for k in keys if k.startswith("f_bias/")]
+    if "eff/params_m" in keys:  # measured beside the dense backbone in the same process
+        cols += [("params (M)", "eff/params_m", 1.0, 2), ("disk (MB)", "eff/disk_mb", 1.0, 0),
+                 ("ex/s bs32", "eff/throughput_bs32", 1.0, 0), ("speed-up bs32", "eff/speedup_bs32", 1.0, 2),
+                 ("ms bs1", "eff/latency_bs1_ms", 1.0, 1), ("speed-up bs1", "eff/speedup_bs1", 1.0, 2)]
     for recipe, shown in ATTACKS.items():
         if f"{recipe}/aua" in keys:
             cols += [(f"{shown} Clean%", f"{recipe}/clean", 100.0, 1), (f"{shown} Aua%", f"{recipe}/aua", 100.0, 1),

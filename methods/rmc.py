@@ -44,6 +44,7 @@ from bench.masking import apply_masks, check_sparsity, magnitude_masks
 from bench.predict import predict_logits
 from bench.registry import METHODS
 from bench.train import TrainParams, train
+from methods.distilled import truncate
 from methods.imp import prune_schedule
 
 TASK_ALPHA = {"mnli": 0.5, "mnli_full": 0.5, "nli_synth": 0.5, "fever": 0.3, "qqp": 0.2}
@@ -216,8 +217,7 @@ class RMC(Method):
             keep = p.student_layers or math.ceil(len(layers) / 2)
             if keep > len(layers):
                 raise BenchError(f"student_layers={keep} is more than the teacher's {len(layers)} layers")
-            model.base_model.encoder.layer = layers[:keep]
-            model.config.num_hidden_layers = keep
+            truncate(model, keep)
             return model, None, lambda step: True, {"student": f"first {keep} of {len(layers)} layers"}
         sparsity = check_sparsity(ctx.sparsity or 0.0)
         steps: dict[int, float] = {}

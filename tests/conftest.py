@@ -38,7 +38,8 @@ def run_spec(tiny_bert, tmp_path):
 
     def make(method: str = "finetune", suite: str = "ood", **kw) -> RunSpec:
         kw.setdefault("params", {"epochs": 2, "batch_size": 8})
-        return RunSpec(method=method, suite=suite, backbone=str(tiny_bert), max_examples=40, **kw)
+        kw.setdefault("max_examples", 40)
+        return RunSpec(method=method, suite=suite, backbone=str(tiny_bert), **kw)
 
     return make
 

@@ -15,41 +15,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
 import time
 from pathlib import Path
 
 import torch
 
+from bench.corpus import cache_dir, corpus
 from bench.data import Example
 from bench.errors import BenchError
 from bench.hub import hub_reachable
-from suites.adversarial.resources import Resource, cache_dir
+from suites.adversarial.resources import Resource
 
 OFFICIAL = "bert-base-uncased"
-MAX_SENTENCES = 40_000
 HELD_OUT = 500
 STEPS = 1500
 BATCH = 48
-
-
-def corpus(data_dir: Path | None, task_texts: list[str]) -> tuple[list[str], str]:
-    """Unlabelled English text available offline: SST-2 train, AG News and MNLI sentences from
-    the data directory when it has them, else the task's own training text."""
-    texts: list[str] = []
-    used = []
-    if data_dir is not None:
-        for rel, cols in (("sst2/train.tsv", (0,)), ("agnews/test.tsv", (0,)), ("mnli/dev_matched.tsv", (1, 2))):
-            p = data_dir / rel
-            if p.is_file():
-                lines = p.read_text(encoding="utf-8").splitlines()[1 if rel != "agnews/test.tsv" else 0:]
-                texts += [c for ln in lines for i, c in enumerate(ln.split("\t")) if i in cols and len(c.split()) >= 4]
-                used.append(rel)
-    if not texts:
-        texts, used = [t for t in task_texts if len(t.split()) >= 2], ["the task's training text"]
-    texts = sorted(set(texts))
-    random.Random(0).shuffle(texts)
-    return texts[:MAX_SENTENCES], " + ".join(used)
 
 
 def masked_lm(user_path: str, data_dir: Path | None, task_texts: list[str], progress: bool = False):

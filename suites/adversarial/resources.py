@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.corpus import cache_dir
 from bench.data import sha256_file
 from bench.errors import BenchError
 from bench.hub import hub_reachable
@@ -51,13 +52,6 @@ class Resource:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-def cache_dir() -> Path:
-    """The harness's own cache (models it builds, TextAttack's cache when offline)."""
-    root = Path(os.environ.get("BENCH_CACHE") or Path.home() / ".cache" / "robust-compression-bench")
-    root.mkdir(parents=True, exist_ok=True)
-    return root
 
 
 def _pkg(name: str) -> str:

@@ -171,3 +171,30 @@ def test_attack_queries_per_second_harness_wrapper(benchmark, attack_setup):
     benchmark.extra_info.update(queries_per_s=queries / benchmark.stats["mean"], speedup_vs_textattack=speedup)
     assert ours == theirs
     assert speedup >= 3, f"harness wrapper is only {speedup:.1f}x TextAttack's"
+
+
+# --- structured compression: what really gets faster ----------------------------------------------
+@pytest.mark.parametrize("variant", ["full", "heads_pruned_20", "half_depth_student", "unstructured_90"])
+def test_inference_of_compressed_models(benchmark, setup, variant):
+    """Same 64 pairs, batch 32: the full model, 20 % of heads removed (Michel et al.), a 3-layer
+    student (truncated and distilled students share this shape), and 90 % unstructured IMP masks
+    (zeros in dense kernels: no faster)."""
+    from bench.heads import heads_to_prune, remove_heads
+    from bench.masking import bake
+    from methods.distilled import truncate
+
+    bb, tok, examples = setup
+    model = load_classifier(bb, 3, seed=0).eval()
+    if variant == "heads_pruned_20":
+        gen = torch.Generator().manual_seed(0)
+        remove_heads(model, heads_to_prune(torch.rand(6, 12, generator=gen), 0.2, allow_empty_layers=False))
+    elif variant == "half_depth_student":
+        truncate(model, 3)
+    elif variant == "unstructured_90":
+        apply_masks(model, magnitude_masks(model, 0.9))
+        bake(model)
+    benchmark.group = "compressed inference"
+    benchmark.pedantic(lambda: predict_logits(model, tok, examples, 128, torch.device("cpu"), "fp32", batch_size=32),
+                       rounds=3, warmup_rounds=1)
+    benchmark.extra_info["examples_per_s"] = N / benchmark.stats["mean"]
+    benchmark.extra_info["params_m"] = sum(p.numel() for p in model.parameters()) / 1e6

@@ -1,0 +1,37 @@
+"""Unlabelled English text available offline, and the harness's cache directory, for what the
+harness builds itself from text (a masked-LM head for BERT-Attack, distilled students)."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+MAX_SENTENCES = 40_000
+
+
+def cache_dir() -> Path:
+    """``$BENCH_CACHE`` or ``~/.cache/robust-compression-bench``."""
+    root = Path(os.environ.get("BENCH_CACHE") or Path.home() / ".cache" / "robust-compression-bench")
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def corpus(data_dir: Path | None, fallback: list[str]) -> tuple[list[str], str]:
+    """SST-2 train, AG News and MNLI sentences of the data directory when it has them, else
+    ``fallback`` (a task's own training text); deduplicated, shuffled with seed 0, capped."""
+    texts: list[str] = []
+    used = []
+    if data_dir is not None:
+        for rel, cols, header in (("sst2/train.tsv", (0,), True), ("agnews/test.tsv", (0,), False),
+                                  ("mnli/dev_matched.tsv", (1, 2), True)):
+            p = data_dir / rel
+            if p.is_file():
+                lines = p.read_text(encoding="utf-8").splitlines()[1 if header else 0:]
+                texts += [c for ln in lines for i, c in enumerate(ln.split("\t")) if i in cols and len(c.split()) >= 4]
+                used.append(rel)
+    if not texts:
+        texts, used = [t for t in fallback if len(t.split()) >= 2], ["the task's training text"]
+    texts = sorted(set(texts))
+    random.Random(0).shuffle(texts)
+    return texts[:MAX_SENTENCES], " + ".join(used)
