@@ -20,47 +20,50 @@ from bench.data import Example, stratified_sample
 from bench.predict import autocast, collate, encode
 
 EXAMPLES = 64  # test examples timed (stratified sample)
-REPEATS = 3
+REPEATS = 5
+
+
+def _batches(tokenizer, examples: list[Example], max_length: int):
+    enc = encode(tokenizer, examples, max_length)
+    return ([collate(enc[s : s + 32], tokenizer.pad_token_id) for s in range(0, len(enc), 32)],
+            [collate([e], tokenizer.pad_token_id) for e in enc[:16]], len(enc))
 
 
 @torch.no_grad()
-def _timings(model, tokenizer, examples: list[Example], max_length: int, device: torch.device, precision: str) -> dict:
+def _seconds(model, batches, device: torch.device, precision: str) -> float:
     model.eval().to(device)
-    enc = encode(tokenizer, examples, max_length)
-    batches32 = [collate(enc[s : s + 32], tokenizer.pad_token_id) for s in range(0, len(enc), 32)]
-    singles = [collate([e], tokenizer.pad_token_id) for e in enc[:16]]
-
-    def run(batches) -> float:
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for b in batches:
-            with autocast(device, precision):
-                model(**{k: v.to(device) for k, v in b.items()})
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        return time.perf_counter() - t0
-
-    run(batches32[:1])  # warm-up
-    t32 = statistics.median(run(batches32) for _ in range(REPEATS))
-    t1 = statistics.median(run(singles) for _ in range(REPEATS))
-    return {"throughput_bs32": len(enc) / t32, "latency_bs1_ms": 1000 * t1 / len(singles)}
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for b in batches:
+        with autocast(device, precision):
+            model(**{k: v.to(device) for k, v in b.items()})
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - t0
 
 
 def measure(model, tokenizer, dense, examples: list[Example], max_length: int, device: torch.device,
             precision: str, artifact: Path | None) -> dict[str, float]:
-    """``eff/*`` metrics of a candidate, with the dense backbone timed alongside."""
+    """``eff/*`` metrics of a candidate. The candidate and the dense backbone are timed in
+    alternation, and speed-ups are medians of the paired ratios, so that a busy machine slows
+    both alike."""
     sample = stratified_sample(examples, EXAMPLES, seed=0)
-    params = [p for p in model.parameters()]
-    mine = _timings(model, tokenizer, sample, max_length, device, precision)
-    ref = _timings(dense, tokenizer, sample, max_length, device, precision)
+    b32, b1, n = _batches(tokenizer, sample, max_length)
+    for m in (model, dense):
+        _seconds(m, b32[:1], device, precision)  # warm-up
+    pairs32, pairs1 = [], []
+    for _ in range(REPEATS):
+        pairs32.append((_seconds(model, b32, device, precision), _seconds(dense, b32, device, precision)))
+        pairs1.append((_seconds(model, b1, device, precision), _seconds(dense, b1, device, precision)))
+    params = list(model.parameters())
     out = {
         "eff/params_m": sum(p.numel() for p in params) / 1e6,
         "eff/nonzero_m": sum(int((p != 0).sum()) for p in params) / 1e6,
-        "eff/throughput_bs32": mine["throughput_bs32"],
-        "eff/latency_bs1_ms": mine["latency_bs1_ms"],
-        "eff/speedup_bs32": mine["throughput_bs32"] / ref["throughput_bs32"],
-        "eff/speedup_bs1": ref["latency_bs1_ms"] / mine["latency_bs1_ms"],
+        "eff/throughput_bs32": n / statistics.median(c for c, _ in pairs32),
+        "eff/latency_bs1_ms": 1000 * statistics.median(c for c, _ in pairs1) / len(b1),
+        "eff/speedup_bs32": statistics.median(d / c for c, d in pairs32),
+        "eff/speedup_bs1": statistics.median(d / c for c, d in pairs1),
     }
     weights = artifact / "model.safetensors" if artifact else None
     if weights is not None and weights.is_file():

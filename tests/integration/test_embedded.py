@@ -76,7 +76,8 @@ def test_killing_an_attack_midway_and_rerunning_finishes_only_the_rest(tmp_path,
     assert rerun.returncode == 0, rerun.stderr
     a = json.loads(next((tmp_path / "whole" / "records").glob("*.json")).read_text())
     b = json.loads(next((tmp_path / "cut" / "records").glob("*.json")).read_text())
-    assert a["metrics"] == b["metrics"] and a["details"]["sample_ids"] == b["details"]["sample_ids"]
+    scores = lambda r: {k: v for k, v in r["metrics"].items() if not k.startswith("eff/")}  # noqa: E731  (timings vary)
+    assert scores(a) == scores(b) and a["details"]["sample_ids"] == b["details"]["sample_ids"]
     rows = lambda d, r: [{k: v for k, v in json.loads(x).items() if k != "seconds"}  # noqa: E731
                          for x in (d / "records" / r["predictions"]).read_text().splitlines()]
     assert rows(tmp_path / "whole", a) == rows(tmp_path / "cut", b)

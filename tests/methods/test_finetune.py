@@ -18,7 +18,8 @@ def test_training_is_deterministic_on_cpu(tmp_path, run_spec):
 
     r1 = Runner(tmp_path / "a", progress=False, log=lambda m: None).run(run_spec("finetune"))
     r2 = Runner(tmp_path / "b", progress=False, log=lambda m: None).run(run_spec("finetune"))
-    assert r1.metrics == r2.metrics
+    scores = lambda r: {k: v for k, v in r.metrics.items() if not k.startswith("eff/")}  # noqa: E731  (timings vary)
+    assert scores(r1) == scores(r2)
     assert r1.method_info["history"] == r2.method_info["history"]
 
 

@@ -37,7 +37,8 @@ def test_record_numbers_are_recomputed_from_the_per_example_file(runner, attack_
     rec = runner.run(attack_spec())
     rows = [json.loads(ln) for ln in (runner.out / "records" / rec.predictions).read_text().splitlines()]
     assert len(rows) == 8 and {r["set"] for r in rows} == {"textfooler"}
-    assert {f"textfooler/{k}": v for k, v in summarize(rows).items()} == {k: v for k, v in rec.metrics.items() if "/" in k}
+    assert {f"textfooler/{k}": v for k, v in summarize(rows).items()} == {
+        k: v for k, v in rec.metrics.items() if k.startswith("textfooler/")}
     assert rec.details["sample_ids"] == [r["uid"] for r in rows]
     labels = [r["gold"] for r in rows]
     assert labels.count(0) == labels.count(1) == 4  # stratified, not the first 8 of the file
@@ -76,7 +77,8 @@ def test_an_interrupted_attack_resumes_and_equals_an_uninterrupted_one(tmp_path,
     calls.clear()
     resumed = runner.run(spec)
     assert len(calls) == 8 - 3  # only the examples not finished before
-    assert resumed.metrics == full.metrics
+    scores = lambda r: {k: v for k, v in r.metrics.items() if not k.startswith("eff/")}  # noqa: E731  (timings vary)
+    assert scores(resumed) == scores(full)
     a = (tmp_path / "a" / "records" / full.predictions).read_text().splitlines()
     b = (tmp_path / "b" / "records" / resumed.predictions).read_text().splitlines()
     strip = lambda lines: [{k: v for k, v in json.loads(x).items() if k != "seconds"} for x in lines]  # noqa: E731
