@@ -12,6 +12,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -42,9 +43,13 @@ class TrainParams:
     eval_every: int = 0  # steps between ID-dev evaluations; 0 = twice per epoch
     max_grad_norm: float = 1.0
 
+    ALLOWED_LOSSES: ClassVar[tuple[str, ...]] = LOSSES  # a method that cannot use a loss narrows this
+
     def __post_init__(self) -> None:
         if self.loss not in LOSSES:
             raise BenchError(f"unknown loss '{self.loss}'; choose from {', '.join(LOSSES)}")
+        if self.loss not in self.ALLOWED_LOSSES:
+            raise BenchError(f"this method trains with loss {' | '.join(self.ALLOWED_LOSSES)} only, not '{self.loss}'")
         for name in ("epochs", "lr", "max_grad_norm"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):

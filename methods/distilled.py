@@ -24,6 +24,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import torch
 
@@ -42,6 +43,8 @@ HELD_OUT = 300
 
 @dataclass
 class DistilledParams(TrainParams):
+    ALLOWED_LOSSES: ClassVar[tuple[str, ...]] = ("ce",)
+
     student: str = "truncated"  # truncated | distilled | a local model directory
     layers: int = 0  # 0: half of the backbone's layers (rounded up)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 import torch
 
@@ -33,6 +33,8 @@ from bench.train import TrainParams, train
 @dataclass
 class HeadPruningParams(TrainParams):
     """The inherited recipe fine-tunes the start model and, again, the pruned one."""
+
+    ALLOWED_LOSSES: ClassVar[tuple[str, ...]] = ("ce",)
 
     fraction: float = 0.2
     schedule: Literal["one_shot", "iterative"] = "one_shot"

@@ -35,7 +35,7 @@ import copy
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 import torch
 
@@ -117,6 +117,8 @@ def freelb_loss(model, inputs: dict, y: torch.Tensor, a: FreeLBParams, ctx: Cont
 @dataclass
 class RobustTicketsParams(TrainParams, FreeLBParams):
     """The inherited recipe (epochs, lr, ...) fine-tunes the start model."""
+
+    ALLOWED_LOSSES: ClassVar[tuple[str, ...]] = ("ce",)
 
     ticket: Literal["robust", "random", "imp"] = "robust"
     scope: Literal["global", "local"] = "global"
@@ -241,6 +243,8 @@ def random_like(masks: dict[str, torch.Tensor], seed: int) -> dict[str, torch.Te
 
 @dataclass
 class FreeLBTrainParams(TrainParams, FreeLBParams):
+    ALLOWED_LOSSES: ClassVar[tuple[str, ...]] = ("ce",)
+
     def __post_init__(self) -> None:
         super().__post_init__()
         self.check_adv()
