@@ -68,6 +68,11 @@ class Method(ABC):
         loss = getattr(params, "loss", None)
         return f"{self.name} ({loss})" if loss else self.name
 
+    def lineage_extra(self, task: TaskData, data_dir: Path | None, params: Any) -> dict:
+        """Inputs beyond the task's ID data that decide the candidate (OOD training data, a
+        distillation corpus, a student checkpoint): part of its cache key."""
+        return {}
+
     def check(self, params: Any, sparsity: float | None) -> None:
         """Reject a parameter / sparsity combination before any work starts (BenchError)."""
         return None
@@ -90,6 +95,11 @@ class Suite(ABC):
 
     @abstractmethod
     def evaluate(self, candidate: Candidate, ctx: Context) -> SuiteResult: ...
+
+    def fingerprint(self, data_dir: Path | None) -> dict:
+        """What, beyond the task's data and the suite's parameters, decides this suite's numbers
+        (resource files of a data directory, library versions): part of every run's id."""
+        return {}
 
     def compare(self, metrics: dict[str, float], reference: dict[str, float]) -> dict[str, float]:
         """Metrics relative to the full standard-CE model of the same backbone, task and seed."""

@@ -17,9 +17,11 @@ def cache_dir() -> Path:
     return root
 
 
-def corpus(data_dir: Path | None, fallback: list[str]) -> tuple[list[str], str]:
+def corpus(data_dir: Path | None, fallback: list[str], exclude: set[str] = frozenset()) -> tuple[list[str], str]:
     """SST-2 train, AG News and MNLI sentences of the data directory when it has them, else
-    ``fallback`` (a task's own training text); deduplicated, shuffled with seed 0, capped."""
+    ``fallback`` (a task's own training text); deduplicated, shuffled with seed 0, capped.
+    ``exclude`` (the task's dev and test texts) is removed: what is built from the corpus never
+    saw the inputs it will be judged on."""
     texts: list[str] = []
     used = []
     if data_dir is not None:
@@ -32,6 +34,11 @@ def corpus(data_dir: Path | None, fallback: list[str]) -> tuple[list[str], str]:
                 used.append(rel)
     if not texts:
         texts, used = [t for t in fallback if len(t.split()) >= 2], ["the task's training text"]
-    texts = sorted(set(texts))
+    texts = sorted(set(texts) - set(exclude))
     random.Random(0).shuffle(texts)
-    return texts[:MAX_SENTENCES], " + ".join(used)
+    return texts[:MAX_SENTENCES], " + ".join(used) + (", minus the task's dev and test text" if exclude else "")
+
+
+def held_out_texts(task) -> set[str]:
+    """The dev and test inputs of a task (never part of a corpus built for it)."""
+    return {t for e in task.dev + task.test for t in (e.text_a, e.text_b) if t}

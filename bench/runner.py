@@ -117,7 +117,8 @@ class Runner:
             "data": task.id_checksums(), "max_examples": spec.max_examples, "backbone": spec.backbone,
             "backbone_fingerprint": resolve(spec.backbone).fingerprint(),
             "seed": spec.seed, "sparsity": spec.sparsity, "precision": spec.precision, "device": spec.device,
-        }
+        } | ({"extra": extra} if (extra := method.lineage_extra(
+            task, Path(spec.data_dir).expanduser() if spec.data_dir else None, params)) else {})
 
     def candidate(self, spec: RunSpec) -> Candidate:
         method: Method = METHODS.get(spec.method)
@@ -204,8 +205,10 @@ class Runner:
         sp = "dense" if spec.sparsity is None else f"s{spec.sparsity:g}"
         method: Method = METHODS.get(spec.method)
         params = dataclasses.asdict(parse_params(method.Params, spec.params, f"method '{spec.method}'"))
+        data_dir = Path(spec.data_dir).expanduser() if spec.data_dir else None
         conf = dataclasses.asdict(spec) | {"data": task.checksums(), "params": params,
-                                           "backbone_fingerprint": resolve(spec.backbone).fingerprint()}
+                                           "backbone_fingerprint": resolve(spec.backbone).fingerprint(),
+                                           "suite": SUITES.get(spec.suite).fingerprint(data_dir)}
         conf.pop("data_dir")  # where the files are does not change the run; their checksums do
         return f"{spec.task}__{spec.method}__{spec.suite}__{sp}__seed{spec.seed}__{_key(conf)}"
 

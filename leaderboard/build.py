@@ -97,12 +97,27 @@ def _resources(records: list[Record]) -> list[str]:
     for recipe, shown in ATTACKS.items():
         used = sorted({f"{res['role']}: {res['name']} ({res['kind']})" for r in records
                        for res in r.details.get("recipes", {}).get(recipe, {}).get("resources", [])})
+        tags = sorted({r.details.get("resources_tag", "") for r in records if recipe in r.details.get("recipes", {})})
         if used:
-            lines.append(f"- {shown} resources: {'; '.join(used)}")
+            lines.append(f"- {shown} resources ({', '.join(tags)}): {'; '.join(used)}")
     return lines
 
 
+def _full_params(records: list[Record]) -> int:
+    return max((r.sparsity.get("total_params", 0) for r in records), default=0)
+
+
+def _target(r: Record, full: int) -> str:
+    """'dense', a target sparsity, or 'structured' for a smaller architecture (heads removed,
+    fewer layers) that has no unstructured target."""
+    target = r.sparsity.get("target")
+    if target is not None:
+        return f"{target:.0%}"
+    return "structured" if r.sparsity.get("total_params", full) < full else "dense"
+
+
 def table(records: list[Record]) -> pd.DataFrame:
+    full = _full_params(records)
     groups: dict[tuple, list[Record]] = defaultdict(list)
     for r in records:
         groups[_row_key(r)].append(r)
@@ -110,8 +125,7 @@ def table(records: list[Record]) -> pd.DataFrame:
     rows = []
     for key in sorted(groups):
         rs = sorted(groups[key], key=lambda r: r.seed)
-        target = rs[0].sparsity.get("target")
-        row = {"method": _row_label(rs[0]), "target sparsity": "dense" if target is None else f"{target:.0%}"}
+        row = {"method": _row_label(rs[0]), "target sparsity": _target(rs[0], full)}
         for header, metric, scale, digits in cols:
             row[header] = fmt([r.metrics.get(metric) for r in rs], scale, digits)
         row["sparsity % (achieved)"] = fmt([r.sparsity["sparsity"] for r in rs], 100.0, 1)
@@ -132,8 +146,7 @@ def cell_table(records: list[Record]) -> pd.DataFrame | None:
     rows = []
     for key in sorted(groups):
         rs = groups[key]
-        target = rs[0].sparsity.get("target")
-        row = {"method": _row_label(rs[0]), "target sparsity": "dense" if target is None else f"{target:.0%}"}
+        row = {"method": _row_label(rs[0]), "target sparsity": _target(rs[0], _full_params(records))}
         for k in cell_keys:
             row["/".join(k.split("/")[1:])] = fmt([r.metrics.get(k) for r in rs])
         rows.append(row)
@@ -157,7 +170,8 @@ def build(records: list[Record], markdown: Path | None = None) -> str:
         "",
         "Numbers are percentages (F_bias a ratio; below 1 is less biased than the full standard-CE model "
         "of the same backbone, task and seed). Several seeds: mean ± sample std. "
-        "Sparsity counts the 36 encoder matrices per DESIGN section 3.",
+        "Sparsity counts the encoder's Q, K, V, attention-output and FFN matrices (DESIGN section 3); "
+        "structurally compressed models (heads removed, fewer layers) show their size in the params columns.",
         "",
     ]
     by_table: dict[tuple, list[Record]] = defaultdict(list)
@@ -184,7 +198,9 @@ def build(records: list[Record], markdown: Path | None = None) -> str:
             groups: dict[tuple, list[Record]] = defaultdict(list)
             for r in rs:
                 groups[_row_key(r)].append(r)
-            rows = [(_row_label(g[0]), g[0].sparsity.get("target"), g) for _, g in sorted(groups.items())]
+            full = _full_params(rs)
+            rows = [(_row_label(g[0]), g[0].sparsity.get("target"), g) for _, g in sorted(groups.items())
+                    if _target(g[0], full) != "structured"]  # the plot's x axis is unstructured sparsity
             png = plot(rows, markdown.parent / "plots" / f"{slug}.png", f"{task}, suite {suite}, backbone {backbone}")
             if png is not None:
                 out += [f"![sparsity against the table's metrics, {task}](plots/{png.name})", ""]

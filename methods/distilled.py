@@ -7,8 +7,8 @@ half the backbone's depth, fine-tuned with the task recipe.
   on unlabelled text available offline (``bench.corpus``: SST-2, AG News and MNLI sentences of
   the data directory, else the task's training text). It starts from every other teacher layer
   (layers 2, 4, 6 of six, as DistilBERT takes every other layer) and the teacher's embeddings,
-  and minimises sum_i MSE(h_student^i, h_teacher^(2i)) over the hidden states of its layers and
-  the embedding output (the hidden-state loss of TinyBERT's general distillation; Jiao et al.
+  and minimises sum_i MSE(h_student^i, h_teacher^(2i)) over the hidden states of its layers
+  (the hidden-state loss of TinyBERT's general distillation; Jiao et al.
   2020), 1,500 steps of 48 sentences, built once per corpus and cached; the held-out cosine
   between student and teacher final states is recorded. With the embedded MiniLM-L6 these are
   3-layer students of MiniLM-L6, labelled as such, not DistilBERT or MiniLM (DESIGN section 6).
@@ -29,8 +29,8 @@ from typing import ClassVar
 import torch
 
 from bench.api import Candidate, Context, Method
-from bench.backbone import Backbone, load_classifier, load_tokenizer
-from bench.corpus import cache_dir, corpus
+from bench.backbone import Backbone, _fingerprint, load_classifier, load_tokenizer
+from bench.corpus import cache_dir, corpus, held_out_texts
 from bench.errors import BenchError
 from bench.losses import ce
 from bench.registry import METHODS
@@ -56,6 +56,12 @@ class DistilledParams(TrainParams):
 
 def _depth(model) -> int:
     return len(model.base_model.encoder.layer)
+
+
+def _corpus(task, data_dir) -> tuple[list[str], str, str]:
+    """(texts, description, sha256) of the distillation corpus for this task."""
+    texts, described = corpus(data_dir, [t for e in task.train for t in (e.text_a, e.text_b) if t], held_out_texts(task))
+    return texts, described, hashlib.sha256("\n".join(texts).encode()).hexdigest()
 
 
 def truncate(model, keep: int) -> None:
@@ -129,6 +135,13 @@ class Distilled(Method):
             return f"{p.student} student ({p.layers or 'half'} layers)"
         return f"student {Path(p.student).name}"
 
+    def lineage_extra(self, task, data_dir, p: DistilledParams) -> dict:
+        if p.student == "distilled":
+            return {"corpus": _corpus(task, data_dir)[2]}
+        if p.student != "truncated" and (Path(p.student).expanduser() / "config.json").is_file():
+            return {"student": _fingerprint(str(Path(p.student).expanduser().resolve()))}
+        return {}
+
     def build(self, ctx: Context, p: DistilledParams) -> Candidate:
         teacher_depth = _depth(load_classifier(ctx.backbone, len(ctx.task.labels), ctx.seed))
         keep = p.layers or math.ceil(teacher_depth / 2)
@@ -141,8 +154,8 @@ class Distilled(Method):
             truncate(model, keep)
             info["student"] = f"first {keep} of {teacher_depth} layers of {ctx.backbone.describe()}"
         elif p.student == "distilled":
-            texts, described = corpus(ctx.data_dir, [t for e in ctx.task.train for t in (e.text_a, e.text_b) if t])
-            digest = hashlib.sha256(("\n".join(texts) + ctx.backbone.fingerprint()).encode()).hexdigest()[:12]
+            texts, described, digest = _corpus(ctx.task, ctx.data_dir)
+            digest = hashlib.sha256((digest + ctx.backbone.fingerprint()).encode()).hexdigest()[:12]
             out = cache_dir() / "students" / f"{keep}layer-{digest}"
             if not (out / "quality.json").is_file():
                 distill_student(ctx.backbone, keep, texts, out, ctx.progress)

@@ -22,6 +22,7 @@ import torch
 
 from bench.api import Candidate, Context, Method
 from bench.backbone import load_tokenizer
+from bench.data import stratified_sample
 from bench.errors import BenchError
 from bench.heads import HeadGates, heads_to_prune, remove_heads
 from bench.losses import ce
@@ -58,7 +59,7 @@ def head_importance(model, tokenizer, ctx: Context, gates: HeadGates, batch_size
     """E|dL/dxi| over the training set (Michel et al. 2019, eq. 2), normalised per layer by its
     L2 norm (their default) so that layers compare."""
     task = ctx.task
-    examples = task.train[:limit] if limit else task.train
+    examples = stratified_sample(task.train, limit, seed=0) if limit else task.train  # never the first N
     enc = encode(tokenizer, examples, task.max_length)
     y = torch.tensor([e.label for e in examples])
     model.to(ctx.device).eval()  # no dropout: the importance of the model as it predicts

@@ -23,8 +23,8 @@ search too, and is retrained from the pre-trained weights with standard CE (lr 2
 paper). Controls, same sparsity and retraining (``ticket``): ``random`` (a random mask with
 the robust ticket's per-matrix sparsity) and ``imp`` (the IMP lottery ticket's mask); and the
 dense ``freelb`` method (FreeLB adversarial fine-tuning) below. The dense model trained for as
-many steps as the ticket (search + retrain) is ``finetune --param epochs=<search + retrain
-epochs>``; every ticket records that number.
+many steps as the ticket in total is ``finetune --param epochs=<fine-tune + search + retrain
+epochs>`` (8 with the defaults); every ticket records that number as dense_equivalent_epochs.
 
 CPU scale: the paper searches for 20 epochs at mask lr 0.05-0.1; here ``search_epochs`` = 3.
 """
@@ -121,7 +121,7 @@ class RobustTicketsParams(TrainParams, FreeLBParams):
     ALLOWED_LOSSES: ClassVar[tuple[str, ...]] = ("ce",)
 
     ticket: Literal["robust", "random", "imp"] = "robust"
-    scope: Literal["global", "local"] = "global"
+    scope: Literal["local", "global"] = "local"  # DESIGN section 3: per matrix by default
     lam: float = 0.5  # lambda of the L0 penalty, in [0.1, 1] in the paper
     lambda_warmup: float = 0.0  # fraction of search steps over which lambda rises linearly from 0
     search_epochs: float = 3.0
@@ -226,7 +226,7 @@ class RobustTickets(Method):
         result = train(model, tok, ctx, rp, lambda logits, y, idx: ce(logits, y), desc="ticket retrain")
         info.update(retrain_steps=result.steps, best_step=result.best_step, best_dev=result.best_dev,
                     retrain_history=result.history, train_seconds=result.seconds,
-                    dense_equivalent_epochs=(p.search_epochs if p.ticket == "robust" else 0) + p.retrain_epochs)
+                    dense_equivalent_epochs=p.epochs + (p.search_epochs if p.ticket == "robust" else 0) + p.retrain_epochs)
         return Candidate(model=model, tokenizer=tok, lineage={}, info=info)
 
 

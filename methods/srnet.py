@@ -82,6 +82,7 @@ class SRNetParams(TrainParams):
     init: Literal["hard", "soft"] = "soft"  # the paper's fixed-sparsity runs use hard (see module docstring)
     schedule: Literal["fixed", "gradual"] = "fixed"
     init_sparsity: float = 0.7  # gradual only
+    ramp: float = 0.7  # gradual only: fraction of mask training over which sparsity rises (the paper: 1.0)
     mask_epochs: float = 3.0
     mask_lr: float = 2e-4
     mask_eval_every: int = 20  # steps between threshold resets (and ID-dev evaluations)
@@ -103,6 +104,8 @@ class SRNetParams(TrainParams):
             raise BenchError("mask_lr and mask_epochs must be positive finite numbers")
         if not 0.0 <= self.init_sparsity < 1.0:
             raise BenchError(f"init_sparsity must be in [0, 1), got {self.init_sparsity}")
+        if not 0.0 < self.ramp <= 1.0:
+            raise BenchError(f"ramp must be in (0, 1], got {self.ramp}")
         if not 0.0 <= self.select_after < 1.0:
             raise BenchError(f"select_after must be in [0, 1), got {self.select_after}")
         if self.ood_mix < 0 or not math.isfinite(self.ood_mix):
@@ -168,6 +171,14 @@ class SRNet(Method):
             return f"srnet-rewind ({p.loss} mask, {p.retrain_loss} retrain)"
         return f"srnet{'' if p.paradigm == 'finetuned' else '-' + p.paradigm} ({p.loss})"
 
+    def lineage_extra(self, task: TaskData, data_dir, p: SRNetParams) -> dict:
+        if p.ood_mix <= 0 or task.ood_train is None:
+            return {}
+        try:
+            return {"ood_train": task.ood_train()[1].sha256}
+        except MissingData:
+            return {"ood_train": "missing"}  # build() says which file
+
     def check(self, p: SRNetParams, sparsity: float | None) -> None:
         if p.schedule == "gradual" and p.init_sparsity > (sparsity or 0.0):
             raise BenchError(f"gradual schedule: final sparsity {sparsity} is below init_sparsity {p.init_sparsity}")
@@ -196,7 +207,9 @@ class SRNet(Method):
         total = total_steps(len(ctx.task.train), mp)
 
         def target(step: int) -> float:
-            return cubic_sparsity(step, total, p.init_sparsity, sparsity) if p.schedule == "gradual" else sparsity
+            if p.schedule == "fixed":
+                return sparsity
+            return cubic_sparsity(step, max(1, round(p.ramp * total)), p.init_sparsity, sparsity)
 
         loss_fn, loss_info = make_loss(p.loss, ctx, model, tok)  # before masking: the bias model reads embeddings
         info.update(loss_info)

@@ -17,6 +17,8 @@ uninterrupted one. The per-example rows become the run's predictions file.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import math
 import os
@@ -32,7 +34,8 @@ import numpy as np
 from tqdm import tqdm
 
 from bench.api import Candidate, Context, Suite, SuiteResult
-from bench.data import Example, stratified_sample
+from bench.corpus import held_out_texts
+from bench.data import Example, sha256_file, stratified_sample
 from bench.errors import BenchError
 from bench.metrics import accuracy
 from bench.predict import predict_logits
@@ -66,12 +69,19 @@ class AttackParams:
         return [r.strip() for r in self.recipes.split(",") if r.strip()] if self.recipes else list(default)
 
 
-def load_rows(path: Path) -> list[dict]:
-    """Finished examples of an interrupted attack; a torn last line (killed mid-write) is dropped."""
+def load_rows(path: Path, header: dict) -> list[dict]:
+    """Finished examples of an interrupted attack made with the same recipe settings and
+    resources (the file's first line); a torn last line (killed mid-write) is dropped."""
     if not path.is_file():
         return []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    try:
+        if not lines or json.loads(lines[0]) != header:
+            return []  # another recipe setting or other resources: start over
+    except json.JSONDecodeError:
+        return []
     rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in lines[1:]:
         try:
             rows.append(json.loads(line))
         except json.JSONDecodeError:
@@ -93,6 +103,11 @@ def summarize(rows: list[dict]) -> dict[str, float]:
     }
 
 
+@functools.cache
+def _sha(path: str) -> str:
+    return sha256_file(Path(path))
+
+
 def _last_column(text_input) -> str:
     return text_input if isinstance(text_input, str) else text_input[-1]
 
@@ -106,6 +121,11 @@ class AdversarialSuite(Suite):
     description = "TextFooler, BERT-Attack, TextBugger (TextAttack 0.3.11, offline): Clean%, Aua%, Suc%, #Query"
     Params = AttackParams
     recipes: ClassVar[tuple[str, ...]] = RECIPES
+
+    def fingerprint(self, data_dir: Path | None) -> dict:
+        listed = data_dir / "wordsub" / "counterfitted_neighbors.json" if data_dir else None
+        return {"textattack": version("textattack"),
+                "neighbour_list": _sha(str(listed)) if listed is not None and listed.is_file() else None}
 
     def evaluate(self, candidate: Candidate, ctx: Context) -> SuiteResult:
         from suites.adversarial.mlm import task_texts
@@ -131,7 +151,7 @@ class AdversarialSuite(Suite):
         ta = textattack()
         wrapper = make_wrapper(candidate.model, candidate.tokenizer, task.max_length, ctx.device, ctx.precision, p.batch_size)
         src = Sources(Path(ctx.data_dir) if ctx.data_dir else None, p.word_embedding, p.sentence_encoder, p.mlm,
-                      tuple(task_texts(task.train)), ctx.progress)
+                      tuple(task_texts(task.train)), frozenset(held_out_texts(task)), ctx.progress)
         details: dict = {"sizes": {"test": len(task.test), "attacked": p.n}, "sample_ids": [e.uid for e in sample],
                          "textattack": version("textattack"), "recipes": {}, "id_metric": "accuracy"}
         preds: list[dict] = []
@@ -139,29 +159,38 @@ class AdversarialSuite(Suite):
         scratch = ctx.scratch or Path(".")
         for recipe in chosen:
             built = build(recipe, wrapper, src, task.pair, p.query_budget or float("inf"))
-            rows = self._attack(ta, built.attack, recipe, sample, task.pair, scratch / f"{recipe}.jsonl", p, ctx.progress)
+            header = {"recipe": recipe, "settings": built.settings, "resources": [r.to_dict() for r in built.resources],
+                      "sample_seed": p.sample_seed}
+            rows = self._attack(ta, built.attack, recipe, sample, task.pair, scratch / f"{recipe}.jsonl", header, ctx.progress,
+                                p.sample_seed)
             metrics.update({f"{recipe}/{k}": v for k, v in summarize(rows).items()})
             details["recipes"][recipe] = {"settings": built.settings, "resources": [r.to_dict() for r in built.resources]}
             fallbacks |= {r.role for r in built.resources if r.kind == "fallback"}
             preds += rows
-        details["resources_tag"] = f"fallback: {', '.join(sorted(fallbacks))}" if fallbacks else "official"
+        resources = json.dumps([details["recipes"][r]["resources"] for r in chosen] + [details["textattack"]], sort_keys=True)
+        details["resources_tag"] = (f"fallback resources {hashlib.sha256(resources.encode()).hexdigest()[:8]}"
+                                    if fallbacks else "official")
         details["model_calls"] = wrapper.calls
         return SuiteResult(metrics=metrics, predictions=preds, details=details)
 
     @staticmethod
-    def _attack(ta, attack, recipe: str, sample: list[Example], pair: bool, path: Path, p: AttackParams,
-                progress: bool) -> list[dict]:
-        done = load_rows(path)
+    def _attack(ta, attack, recipe: str, sample: list[Example], pair: bool, path: Path, header: dict,
+                progress: bool, sample_seed: int) -> list[dict]:
+        done = load_rows(path, header)
         if [r["uid"] for r in done] != [e.uid for e in sample[: len(done)]]:
             done = []  # not this sample's partial results: start over
         path.parent.mkdir(parents=True, exist_ok=True)
+        # rewrite what is kept (drops a torn last line), then append
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text("".join(json.dumps(r) + "\n" for r in [header, *done]), encoding="utf-8")
+        tmp.replace(path)
         counts = {"successful": 0, "failed": 0, "skipped": 0}
         for r in done:
             counts[r["result"]] += 1
         bar = tqdm(total=len(sample), initial=len(done), desc=recipe, disable=not progress, leave=False, dynamic_ncols=True)
-        with open(path, "a" if done else "w", encoding="utf-8") as f:
+        with open(path, "a", encoding="utf-8") as f:
             for ex in sample[len(done):]:
-                ta.shared.utils.set_seed(zlib.crc32(f"{p.sample_seed}:{ex.uid}".encode()))
+                ta.shared.utils.set_seed(zlib.crc32(f"{sample_seed}:{ex.uid}".encode()))
                 t0 = time.time()
                 res = attack.attack(_input(ex, pair), ex.label)
                 kind = type(res).__name__.removesuffix("AttackResult").lower()

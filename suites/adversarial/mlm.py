@@ -32,7 +32,8 @@ STEPS = 1500
 BATCH = 48
 
 
-def masked_lm(user_path: str, data_dir: Path | None, task_texts: list[str], progress: bool = False):
+def masked_lm(user_path: str, data_dir: Path | None, task_texts: list[str], progress: bool = False,
+              exclude: set[str] = frozenset()):
     """(model, tokenizer, Resource) for BERT-Attack's WordSwapMaskedLM."""
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
@@ -50,7 +51,7 @@ def masked_lm(user_path: str, data_dir: Path | None, task_texts: list[str], prog
         return model.eval(), tok, Resource("mlm", "official", OFFICIAL)
     except Exception:  # not cached and no network: the harness's own head on MiniLM
         pass
-    texts, described = corpus(data_dir, task_texts)
+    texts, described = corpus(data_dir, task_texts, exclude)
     digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()
     out = cache_dir() / "mlm" / f"minilm-head-{digest[:12]}"
     if not (out / "quality.json").is_file():

@@ -53,6 +53,7 @@ class Sources:
     sentence_encoder: str = ""
     mlm: str = ""
     mlm_texts: tuple[str, ...] = ()
+    held_out: frozenset[str] = frozenset()  # the task's dev / test text, kept out of the MLM corpus
     progress: bool = False
 
 
@@ -93,7 +94,7 @@ def build(name: str, wrapper, src: Sources, pair: bool, query_budget: float = fl
     elif name == "bert_attack":
         from suites.adversarial.mlm import masked_lm
 
-        mlm, mtok, rm = masked_lm(src.mlm, src.data_dir, list(src.mlm_texts), src.progress)
+        mlm, mtok, rm = masked_lm(src.mlm, src.data_dir, list(src.mlm_texts), src.progress, set(src.held_out))
         sw, rs = stopwords()
         use, ru = sentence_encoder(src.sentence_encoder, threshold=0.2, metric="cosine",
                                    compare_against_original=True, window_size=None)
@@ -108,7 +109,7 @@ def build(name: str, wrapper, src: Sources, pair: bool, query_budget: float = fl
     elif name == "textbugger":
         emb, r = word_swap(src.data_dir, src.word_embedding)
         sw, rs = stopwords()
-        use, ru = sentence_encoder(src.sentence_encoder, threshold=0.8)
+        use, ru = sentence_encoder(src.sentence_encoder, threshold=0.8, metric="angular")  # USE's default metric
         res += [r, rs, ru]
         transformation = T.CompositeTransformation([
             T.WordSwapRandomCharacterInsertion(random_one=True, letters_to_insert=" ", skip_first_char=True, skip_last_char=True),
@@ -120,7 +121,7 @@ def build(name: str, wrapper, src: Sources, pair: bool, query_budget: float = fl
         constraints = [pre.RepeatModification(), pre.StopwordModification(stopwords=sw), *columns, use]
         search = ta.search_methods.GreedyWordSwapWIR(wir_method="delete")
         settings = {"transformations": "insert space, delete, swap neighbours, homoglyph (no intentional file), 5 embedding neighbours",
-                    "use": "cosine >= 0.8", "wir": "delete"}
+                    "use": "angular >= 0.8", "wir": "delete"}
     else:  # validated by the suite's parameters
         raise ValueError(name)
     goal = ta.goal_functions.UntargetedClassification(wrapper, query_budget=query_budget)

@@ -2,8 +2,9 @@
 
 Each resource is chosen in this order and the choice is recorded with every number:
 
-1. ``official``: the resource the recipe was published with, when it is cached (or, with
-   network, fetched by TextAttack itself): the counter-fitted paragram embedding, the Universal
+1. ``official``: the resource the recipe was published with, when it is cached (the
+   paragram embedding, NLTK data, bert-base-uncased) or fetched by TextAttack with network (USE,
+   which also needs tensorflow_hub): the counter-fitted paragram embedding, the Universal
    Sentence Encoder (tensorflow_hub), NLTK's tagger and stop words, ``bert-base-uncased``.
 2. ``user``: a path given with ``--suite-param`` (``word_embedding``, ``sentence_encoder``,
    ``mlm``).
@@ -286,7 +287,7 @@ def _paragram(ta, folder: Path):
 def sentence_encoder(user_path: str, **kwargs) -> tuple[object, Resource]:
     """A SentenceEncoder constraint with the recipe's own threshold / metric / window."""
     ta = textattack()
-    if not user_path and importlib.util.find_spec("tensorflow_hub") is not None:
+    if not user_path and importlib.util.find_spec("tensorflow_hub") is not None and hub_reachable():
         use = ta.constraints.semantics.sentence_encoders.UniversalSentenceEncoder(**kwargs)
         return use, Resource("sentence_encoder", "official", "Universal Sentence Encoder v3 (tensorflow_hub)")
     if user_path:

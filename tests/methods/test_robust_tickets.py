@@ -109,8 +109,8 @@ def test_search_trains_only_the_gates_and_leaves_weights_bit_identical(runner, r
 
 
 def test_random_ticket_copies_the_robust_tickets_per_matrix_sparsity(runner, run_spec):
-    robust = runner.candidate(_ctx(runner, run_spec)[0])
-    spec, _ = _ctx(runner, run_spec, ticket="random")
+    robust = runner.candidate(_ctx(runner, run_spec, scope="global")[0])
+    spec, _ = _ctx(runner, run_spec, ticket="random", scope="global")
     rand = runner.candidate(spec)
     assert rand.info["pattern_from"] == robust.lineage["key"]
     assert robust.sparsity.per_matrix == rand.sparsity.per_matrix

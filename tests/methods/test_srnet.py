@@ -51,7 +51,9 @@ def test_gradual_schedule_resets_follow_the_cubic_and_end_at_the_target(runner, 
     assert all(r["off_by"] == 0 for r in resets)  # exact, up to rounding target * numel
     # the published code saved the mask at the initial sparsity (DESIGN section 7)
     assert cand.sparsity.sparsity == pytest.approx(0.9, abs=1e-3)
-    assert cand.info["best_step"] == resets[-1]["step"]
+    reached = [r["step"] for r in resets if r["target"] == 0.9]
+    assert reached and min(reached) <= 0.7 * cand.info["train_steps"] + 2  # ramp: 0.7 of mask training
+    assert cand.info["best_step"] in reached  # selected only once the target is reached
 
 
 def test_model_selection_only_after_seven_tenths_of_training(runner, run_spec):

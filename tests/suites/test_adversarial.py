@@ -70,7 +70,10 @@ def test_an_interrupted_attack_resumes_and_equals_an_uninterrupted_one(tmp_path,
     with pytest.raises(KeyboardInterrupt):
         runner.run(spec)
     partial = next((tmp_path / "b" / "partial").glob("*/textbugger.jsonl"))
-    assert len(load_rows(partial)) == 3
+    lines = partial.read_text().splitlines()
+    assert len(lines) == 1 + 3 and json.loads(lines[0])["recipe"] == "textbugger"  # a header, then 3 examples
+    assert len(load_rows(partial, json.loads(lines[0]))) == 3
+    assert load_rows(partial, {**json.loads(lines[0]), "sample_seed": 99}) == []  # other settings: start over
     with partial.open("a") as f:
         f.write('{"set": "textbugger", "uid": "torn')  # killed in the middle of a write
     monkeypatch.setattr(Attack, "attack", lambda self, ex, y: calls.append(1) or real(self, ex, y))
