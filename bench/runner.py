@@ -207,8 +207,9 @@ class Runner:
         params = dataclasses.asdict(parse_params(method.Params, spec.params, f"method '{spec.method}'"))
         data_dir = Path(spec.data_dir).expanduser() if spec.data_dir else None
         conf = dataclasses.asdict(spec) | {"data": task.checksums(), "params": params,
-                                           "backbone_fingerprint": resolve(spec.backbone).fingerprint(),
-                                           "suite": SUITES.get(spec.suite).fingerprint(data_dir)}
+                                           "backbone_fingerprint": resolve(spec.backbone).fingerprint()}
+        if suite_fp := SUITES.get(spec.suite).fingerprint(data_dir):
+            conf["suite"] = suite_fp
         conf.pop("data_dir")  # where the files are does not change the run; their checksums do
         return f"{spec.task}__{spec.method}__{spec.suite}__{sp}__seed{spec.seed}__{_key(conf)}"
 
