@@ -22,6 +22,7 @@ import hashlib
 import json
 import math
 import os
+import tempfile
 import time
 import zlib
 from collections import OrderedDict
@@ -156,7 +157,7 @@ class AdversarialSuite(Suite):
                          "textattack": version("textattack"), "recipes": {}, "id_metric": "accuracy"}
         preds: list[dict] = []
         fallbacks: set[str] = set()
-        scratch = ctx.scratch or Path(".")
+        scratch = ctx.scratch or Path(tempfile.mkdtemp(prefix="bench-attack-"))  # the runner always gives one
         for recipe in chosen:
             built = build(recipe, wrapper, src, task.pair, p.query_budget or float("inf"))
             header = {"recipe": recipe, "settings": built.settings, "resources": [r.to_dict() for r in built.resources],
