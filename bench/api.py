@@ -30,14 +30,25 @@ class Context:
     sparsity: float | None
     device: torch.device
     precision: str  # "fp32" or "bf16" (autocast)
-    # require(method, sparsity=None, **params) -> Candidate: another method's (cached) result
-    require: Callable[..., Candidate]
+    # require(Need) -> Candidate: another method's (cached) result, declared by Method.requires
+    require: Callable[[Need], Candidate]
     # parameters of the full standard-CE model for this run's recipe (F_bias reference, teacher)
     reference_params: dict = field(default_factory=dict)
     progress: bool = True
     suite_params: Any = None  # the suite's Params instance (suites only)
     data_dir: Path | None = None  # the user's data directory (resources such as word lists)
     scratch: Path | None = None  # a run's directory for a suite's partial results (resume)
+
+
+@dataclass(frozen=True)
+class Need:
+    """Another method's candidate that a method's ``build`` asks for with ``ctx.require``
+    (the model masks start from, a teacher, the IMP models of a stage). Declared up front by
+    ``Method.requires`` so that a sweep builds it first, once, for every method that shares it."""
+
+    method: str
+    sparsity: float | None = None
+    params: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -77,8 +88,24 @@ class Method(ABC):
         """Reject a parameter / sparsity combination before any work starts (BenchError)."""
         return None
 
+    def requires(self, params: Any, sparsity: float | None, reference: dict) -> list[Need]:
+        """Every candidate ``build`` will ``ctx.require``; ``reference`` holds the parameters of
+        the full standard-CE model (the confidence-regularisation teacher). The runner refuses
+        a ``require`` that is not declared here, so a sweep's plan is never incomplete."""
+        return confreg_teacher(getattr(params, "loss", None), reference)
+
+    def epochs(self, params: Any) -> float:
+        """Passes over the training set that ``build`` itself makes (requirements excluded),
+        weighted by their cost relative to a fine-tuning pass: for sweep estimates only."""
+        return float(getattr(params, "epochs", 0.0))
+
     @abstractmethod
     def build(self, ctx: Context, params: Any) -> Candidate: ...
+
+
+def confreg_teacher(loss: str | None, reference: dict) -> list[Need]:
+    """Confidence regularisation distils from the full standard-CE model (DESIGN section 4)."""
+    return [Need("finetune", None, reference)] if loss == "confreg" else []
 
 
 @dataclass
@@ -104,3 +131,8 @@ class Suite(ABC):
     def compare(self, metrics: dict[str, float], reference: dict[str, float]) -> dict[str, float]:
         """Metrics relative to the full standard-CE model of the same backbone, task and seed."""
         return {}
+
+    def examples(self, sizes: dict[str, int], params: Any) -> float:
+        """Model forward passes (in examples) one evaluation makes, given the task's split
+        sizes (``test``, ``ood/<set>``): for sweep estimates only."""
+        return float(sum(n for k, n in sizes.items() if k == "test" or k.startswith("ood/")))

@@ -1,8 +1,10 @@
-"""Command line: ``python -m bench run | ls | leaderboard``.
+"""Command line: ``python -m bench run | sweep | ls | leaderboard``.
 
 The whole flow in one place: parse -> expand runs (sparsities x seeds) -> Runner.run each
 (method builds or reuses a cached candidate; suite judges it; a record is written) ->
-leaderboard regenerated from the records. Bad input ends with one line on stderr, exit 2.
+leaderboard regenerated from the records. ``sweep`` does the same for a spec file's grid:
+plan the jobs (bench.sweep), run them with an executor (bench.executors), then the
+leaderboard. Bad input ends with one line on stderr, exit 2.
 """
 
 from __future__ import annotations
@@ -43,6 +45,18 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--force", action="store_true", help="evaluate again even if the record exists (cached models are reused; delete OUT/artifacts/... to retrain)")
     run.add_argument("--quiet", action="store_true", help="no progress bars or progress lines")
 
+    sw = sub.add_parser("sweep", help="run a spec file's grid of methods x params x sparsities x tasks x suites x seeds")
+    sw.add_argument("spec", help="a TOML sweep spec (see sweeps/)")
+    sw.add_argument("--out", default=DEFAULT_OUT, help="output directory (shared by every worker)")
+    sw.add_argument("--executor", default="local", help="local (in this process), pool (local processes) or ray")
+    sw.add_argument("--workers", type=int, default=0, help="parallel jobs (default: cores / cpus-per-job)")
+    sw.add_argument("--cpus-per-job", type=int, default=0, help="torch threads (and Ray CPUs) per job")
+    sw.add_argument("--ray-address", help="an existing Ray cluster (default: start a local instance)")
+    sw.add_argument("--dry-run", action="store_true", help="show the jobs, their dependencies and an estimate; run nothing")
+    for key in ("method", "suite", "task"):
+        sw.add_argument(f"--{key}", action="append", help=f"only the spec's runs of this {key} (repeatable)")
+    sw.add_argument("--quiet", action="store_true", help="no progress output")
+
     sub.add_parser("ls", help="list methods, suites and tasks with their parameters")
 
     lb = sub.add_parser("leaderboard", help="regenerate the Markdown leaderboard from records")
@@ -74,10 +88,11 @@ def cmd_ls() -> None:
 
 def write_leaderboard(out: Path, output: Path | None = None) -> Path:
     from bench.records import load_records, write_atomic
+    from bench.sweep import load_references
     from leaderboard.build import build
 
     target = output or out / "LEADERBOARD.md"
-    write_atomic(target, build(load_records(out / "records"), markdown=target))
+    write_atomic(target, build(load_records(out / "records"), markdown=target, references=load_references(out)))
     return target
 
 
@@ -107,6 +122,49 @@ def cmd_run(a: argparse.Namespace) -> None:
     print(f"leaderboard: {write_leaderboard(out)}")
 
 
+def cmd_sweep(a: argparse.Namespace) -> int:
+    from bench.errors import BenchError
+    from bench.executors import check_installed, run_jobs
+    from bench.runner import Runner
+    from bench.sweep import (
+        describe_plan,
+        finished,
+        load_spec,
+        pending,
+        plan,
+        runs,
+        write_references,
+    )
+
+    spec = load_spec(Path(a.spec))
+    check_installed(a.executor)
+    if a.workers < 0 or a.cpus_per_job < 0:
+        raise BenchError("--workers and --cpus-per-job must be at least 0")
+    only = {k: getattr(a, k) for k in ("method", "suite", "task") if getattr(a, k)}
+    jobs = plan(runs(spec, only, check_backbones=not a.dry_run))
+    out = Path(a.out)
+    runner = Runner(out, progress=False, log=lambda m: None)
+    done, unknown = finished(jobs, runner)
+    if a.dry_run:
+        print(describe_plan(jobs, done, unknown, runner, spec.throughput))
+        return 0
+    todo = pending(jobs, done)
+    log = (lambda m: None) if a.quiet else (lambda m: print(m, file=sys.stderr))
+    log(f"[sweep] {spec.path}: {len(jobs)} jobs, {len(todo)} to run, {len(jobs) - len(todo)} done or not needed")
+    outcomes = run_jobs(todo, out, a.executor, a.workers, a.cpus_per_job, a.ray_address, log=log,
+                        progress=not a.quiet and a.executor == "local")
+    write_references(out, spec)
+    if (out / "records").is_dir():
+        print(f"leaderboard: {write_leaderboard(out)}")
+    failed = [o for o in outcomes if not o.ok]
+    if failed:
+        first = next((o for o in failed if not o.message.startswith("skipped")), failed[0])
+        print(f"bench: error: {len(failed)} of {len(todo)} jobs failed; first: {todo[first.job].label}: {first.message}",
+              file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -116,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if a.cmd == "ls":
             cmd_ls()
+        elif a.cmd == "sweep":
+            return cmd_sweep(a)
         elif a.cmd == "leaderboard":
             path = write_leaderboard(Path(a.out), Path(a.output) if a.output else None)
             print(path.read_text())

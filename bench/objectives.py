@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from bench import losses
-from bench.api import Context
+from bench.api import Context, Need
 from bench.bias import fit_bias_model
 from bench.metrics import accuracy
 from bench.predict import predict_logits
@@ -28,7 +28,7 @@ def make_loss(name: str, ctx: Context, model, tokenizer) -> tuple[LossFn, dict]:
         return (lambda logits, y, idx: losses.poe(logits, y, p_bias[idx])), info
     if name == "reweight":
         return (lambda logits, y, idx: losses.reweight(logits, y, p_bias[idx])), info
-    teacher = ctx.require("finetune", **ctx.reference_params)  # the same model F_bias compares with
+    teacher = ctx.require(Need("finetune", None, ctx.reference_params))  # the model F_bias compares with
     t_logits = predict_logits(teacher.model, teacher.tokenizer, ctx.task.train, ctx.task.max_length, ctx.device, ctx.precision)
     p_teacher = torch.softmax(torch.tensor(t_logits), -1).to(ctx.device)
     info["teacher"] = teacher.lineage.get("key", "finetune(ce)")

@@ -24,7 +24,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from bench import __version__
-from bench.api import Candidate, Context, Method, Suite
+from bench.api import Candidate, Context, Method, Need, Suite
 from bench.backbone import Backbone, check_available, load_classifier, load_tokenizer, resolve
 from bench.data import TaskData
 from bench.efficiency import measure
@@ -59,16 +59,19 @@ def expand(method: str, suite: str, sparsities: list[float] | None, seeds: list[
     """Several sparsities, seeds and comma-separated parameter values (``loss=ce,poe``) ->
     one run per combination, all validated before any work starts."""
     raw = common.pop("params", {}) or {}
-    lists = {k: v.split(",") if isinstance(v, str) and "," in v else [v] for k, v in raw.items()}
+    lists = {k: v if isinstance(v, list) else v.split(",") if isinstance(v, str) and "," in v else [v]
+             for k, v in raw.items()}
     grid = [dict(zip(lists, combo, strict=True)) for combo in itertools.product(*lists.values())]
     return [spec for params in grid for spec in _expand_one(method, suite, sparsities, seeds, params=params, **common)]
 
 
-def _expand_one(method: str, suite: str, sparsities: list[float] | None, seeds: list[int], **common) -> list[RunSpec]:
+def _expand_one(method: str, suite: str, sparsities: list[float] | None, seeds: list[int],
+                check_backbone: bool = True, **common) -> list[RunSpec]:
     m: Method = METHODS.get(method)
     common["suite_params"] = suite_canonical(SUITES.get(suite), common.get("suite_params", {}))
     TASKS.get(common.get("task", "nli_synth"))
-    check_available(resolve(common.get("backbone", "minilm")))
+    if check_backbone:  # a dry run may plan for a machine that has the backbone
+        check_available(resolve(common.get("backbone", "minilm")))
     if sparsities and not m.sparse:
         raise BenchError(f"method '{method}' is dense and takes no --sparsity")
     sp = [check_sparsity(s) for s in sparsities] if sparsities else ([m.default_sparsity] if m.sparse else [None])
@@ -120,13 +123,17 @@ class Runner:
         } | ({"extra": extra} if (extra := method.lineage_extra(
             task, Path(spec.data_dir).expanduser() if spec.data_dir else None, params)) else {})
 
+    def artifact(self, spec: RunSpec) -> tuple[Path, dict]:
+        """Where the candidate of ``spec`` is cached, and its lineage (with its ``key``)."""
+        method: Method = METHODS.get(spec.method)
+        lineage = self.lineage(spec, method, parse_params(method.Params, spec.params, f"method '{spec.method}'"))
+        lineage["key"] = f"{spec.method}-{_key(lineage)}"
+        return self.out / "artifacts" / lineage["key"], lineage
+
     def candidate(self, spec: RunSpec) -> Candidate:
         method: Method = METHODS.get(spec.method)
         params = parse_params(method.Params, spec.params, f"method '{spec.method}'")
-        lineage = self.lineage(spec, method, params)
-        key = _key(lineage)
-        art = self.out / "artifacts" / f"{spec.method}-{key}"
-        lineage["key"] = f"{spec.method}-{key}"
+        art, lineage = self.artifact(spec)
         if (art / "candidate.json").is_file():
             return self._load_candidate(art, lineage)
         self.log(f"[bench] building {method.label(params)} sparsity={spec.sparsity} seed={spec.seed} on {spec.task}")
@@ -145,13 +152,18 @@ class Runner:
         return cand
 
     def context(self, spec: RunSpec, bb: Backbone) -> Context:
-        def require(method: str, sparsity: float | None = None, **params) -> Candidate:
-            sub = dataclasses.replace(spec, method=method, sparsity=sparsity,
-                                      params=canonical(METHODS.get(method), params))
-            return self.candidate(sub)
-
         method: Method = METHODS.get(spec.method)
         params = parse_params(method.Params, spec.params, f"method '{spec.method}'")
+        declared = needed(spec)
+
+        def require(need: Need) -> Candidate:
+            sub = dataclasses.replace(spec, method=need.method, sparsity=need.sparsity,
+                                      params=canonical(METHODS.get(need.method), need.params), suite="", suite_params={})
+            if sub not in declared:
+                raise BenchError(f"method '{spec.method}' requires {need.method} (sparsity {need.sparsity}) without "
+                                 "declaring it in its requires(); declare it so that sweeps build it first")
+            return self.candidate(sub)
+
         return Context(
             task=self.task_data(spec).for_methods(), backbone=bb, seed=spec.seed, sparsity=spec.sparsity,
             device=self.device(spec), precision=spec.precision, require=require,
@@ -271,6 +283,16 @@ class Runner:
                   if f.name != "loss" and hasattr(params, f.name)}
         return dataclasses.replace(spec, method=REFERENCE_METHOD, sparsity=None,
                                    params=canonical(METHODS.get(REFERENCE_METHOD), recipe))
+
+
+def needed(spec: RunSpec) -> list[RunSpec]:
+    """The candidates (as suite-less specs) that ``spec``'s method declares it will require."""
+    method: Method = METHODS.get(spec.method)
+    params = parse_params(method.Params, spec.params, f"method '{spec.method}'")
+    reference = Runner.reference_spec(spec, params).params
+    return [dataclasses.replace(spec, method=n.method, sparsity=n.sparsity, suite="", suite_params={},
+                                params=canonical(METHODS.get(n.method), n.params))
+            for n in method.requires(params, spec.sparsity, reference)]
 
 
 def canonical(method: Method, raw: dict) -> dict:

@@ -3,7 +3,10 @@
 One table per (task, suite, backbone): rows are method (+ loss) @ target sparsity, columns the
 ID metric, every OOD set, HANS-style means over heuristics per gold label, F_bias per pool,
 achieved sparsity, non-zero parameters and the seeds. A cell with several seeds shows
-mean ± std (sample std). A second table per task gives every OOD cell (heuristic x label).
+mean ± std (sample std) and the 95 % percentile-bootstrap interval of the mean over seeds.
+A second table per task gives every OOD cell (heuristic x label). Published numbers that a
+sweep spec carries (``<out>/references/``) are extra rows, labelled "published:", never
+averaged with runs.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from bench.records import Record
+from bench.sweep import Reference
 from leaderboard.plot import ATTACKS, heatmap, plot
 
 
@@ -28,7 +32,22 @@ def fmt(values: list[float], scale: float = 100.0, digits: int = 1) -> str:
         return "–"
     if len(vals) == 1:
         return f"{vals[0]:.{digits}f}"
-    return f"{np.mean(vals):.{digits}f} ± {np.std(vals, ddof=1):.{digits}f}"
+    lo, hi = ci95(vals)
+    return f"{np.mean(vals):.{digits}f} ± {np.std(vals, ddof=1):.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def ci95(values: list[float]) -> tuple[float, float]:
+    """95 % percentile-bootstrap interval of the mean over seeds (scipy; fixed resampling seed,
+    so a leaderboard rebuilds identically). With 2-3 seeds it is wide and coarse: read it as
+    such, not as a significance test."""
+    from scipy.stats import bootstrap
+
+    vals = np.asarray(values, dtype=float)
+    if np.ptp(vals) == 0:
+        return float(vals[0]), float(vals[0])
+    res = bootstrap((vals,), np.mean, confidence_level=0.95, n_resamples=9999, method="percentile",
+                    random_state=0, vectorized=True)
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
 SHOWN_IN_LABEL = ("loss", "rewind", "paradigm", "retrain_loss", "ticket")  # already part of the method's label
@@ -59,10 +78,10 @@ def _row_label(r: Record) -> str:
     return f"{r.label} [{v}]" if v else r.label
 
 
-def _columns(records: list[Record]) -> list[tuple[str, str, float, int]]:
+def _columns(records: list[Record], references: list[Reference] = ()) -> list[tuple[str, str, float, int]]:
     """(header, metric key, scale, digits) in a stable order."""
-    keys = sorted({k for r in records for k in r.metrics})
-    id_name = records[0].details.get("id_metric", "accuracy")
+    keys = sorted({k for r in records for k in r.metrics} | {k for ref in references for k in ref.metrics})
+    id_name = records[0].details.get("id_metric", "accuracy") if records else "accuracy"
     f1 = id_name == "f1_weighted"
     cols = [(f"ID {'F1' if f1 else 'acc'}", "id", 100.0, 1)] + ([("ID acc", "id_acc", 100.0, 1)] if f1 else [])
     if "id/gap" in keys:  # hypothesis-only easy / hard halves of MNLI
@@ -116,13 +135,19 @@ def _target(r: Record, full: int) -> str:
     return "structured" if r.sparsity.get("total_params", full) < full else "dense"
 
 
-def table(records: list[Record]) -> pd.DataFrame:
+def table(records: list[Record], references: list[Reference] = ()) -> pd.DataFrame:
     full = _full_params(records)
     groups: dict[tuple, list[Record]] = defaultdict(list)
     for r in records:
         groups[_row_key(r)].append(r)
-    cols = _columns(records)
+    cols = _columns(records, references)
     rows = []
+    for ref in references:
+        row = {"method": f"published: {ref.label} ({ref.source})",
+               "target sparsity": "dense" if ref.sparsity is None else f"{ref.sparsity:.0%}"}
+        for header, metric, scale, digits in cols:
+            row[header] = fmt([ref.metrics.get(metric)], scale, digits)
+        rows.append(row | {"sparsity % (achieved)": "", "non-zero params (M)": "", "seeds": "published"})
     for key in sorted(groups):
         rs = sorted(groups[key], key=lambda r: r.seed)
         row = {"method": _row_label(rs[0]), "target sparsity": _target(rs[0], full)}
@@ -159,7 +184,7 @@ def _sources(records: Iterable[Record]) -> str:
     return "; ".join(sorted(notes)) or "; ".join(sorted(kinds))
 
 
-def build(records: list[Record], markdown: Path | None = None) -> str:
+def build(records: list[Record], markdown: Path | None = None, references: list[Reference] = ()) -> str:
     """The leaderboard Markdown; with ``markdown`` (where it will be written), the sparsity
     plots are written to ``plots/`` beside it and linked."""
     out = [
@@ -169,7 +194,7 @@ def build(records: list[Record], markdown: Path | None = None) -> str:
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Do not edit by hand.",
         "",
         "Numbers are percentages (F_bias a ratio; below 1 is less biased than the full standard-CE model "
-        "of the same backbone, task and seed). Several seeds: mean ± sample std. "
+        "of the same backbone, task and seed). Several seeds: mean ± sample std [95 % percentile-bootstrap interval of the mean]. "
         "Sparsity counts the encoder's Q, K, V, attention-output and FFN matrices (DESIGN section 3); "
         "structurally compressed models (heads removed, fewer layers) show their size in the params columns.",
         "",
@@ -177,6 +202,13 @@ def build(records: list[Record], markdown: Path | None = None) -> str:
     by_table: dict[tuple, list[Record]] = defaultdict(list)
     for r in records:
         by_table[(r.task, r.suite, r.backbone)].append(r)
+    refs: dict[tuple, list[Reference]] = defaultdict(list)
+    for ref in references:
+        refs[(ref.task, ref.suite, ref.backbone)].append(ref)
+    for key in sorted(set(refs) - set(by_table)):  # published numbers no run has reproduced yet
+        task, suite, backbone = key
+        out += [f"## {task} — suite `{suite}`", "", f"- backbone: `{backbone}`; no runs yet, published numbers only", "",
+                table([], refs[key]).to_markdown(index=False), ""]
     for (task, suite, backbone), rs in sorted(by_table.items()):
         versions = sorted({f"transformers {r.provenance['versions'].get('transformers')}, torch {r.provenance['versions'].get('torch')}"
                            + (f", textattack {r.details['textattack']}" if r.details.get("textattack") else "") for r in rs})
@@ -190,7 +222,7 @@ def build(records: list[Record], markdown: Path | None = None) -> str:
             f"- {'; '.join(versions)}; device: {'; '.join(devices)}",
             *_resources(rs),
             "",
-            table(rs).to_markdown(index=False),
+            table(rs, refs.get((task, suite, backbone), [])).to_markdown(index=False),
             "",
         ]
         if markdown is not None:

@@ -20,7 +20,7 @@ from typing import ClassVar, Literal
 
 import torch
 
-from bench.api import Candidate, Context, Method
+from bench.api import Candidate, Context, Method, Need
 from bench.backbone import load_tokenizer
 from bench.data import stratified_sample
 from bench.errors import BenchError
@@ -83,8 +83,14 @@ class HeadPruning(Method):
     def label(self, p: HeadPruningParams) -> str:
         return f"head pruning {p.fraction:.0%} ({p.schedule.replace('_', '-')})"
 
+    def requires(self, p: HeadPruningParams, sparsity: float | None, reference: dict) -> list[Need]:
+        return [Need("finetune", None, p.recipe())]  # the fine-tuned model whose heads are scored
+
+    def epochs(self, p: HeadPruningParams) -> float:
+        return p.epochs + (p.rounds if p.schedule == "iterative" else 1)  # importance: forward + backward
+
     def build(self, ctx: Context, p: HeadPruningParams) -> Candidate:
-        start = ctx.require("finetune", **p.recipe())
+        start = ctx.require(Need("finetune", None, p.recipe()))
         model = copy.deepcopy(start.model)
         tok = load_tokenizer(ctx.backbone)
         gates = HeadGates(model)

@@ -16,7 +16,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from bench.api import Candidate, Context, Method
+from bench.api import Candidate, Context, Method, Need
 from bench.backbone import load_classifier, load_tokenizer
 from bench.masking import apply_masks, check_sparsity, magnitude_masks
 from bench.objectives import make_loss
@@ -49,6 +49,10 @@ class IMP(Method):
     def label(self, params: IMPParams) -> str:
         return f"imp{'-rewind' if params.rewind else ''} ({params.loss})"
 
+    def requires(self, params: IMPParams, sparsity: float | None, reference: dict) -> list[Need]:
+        found = [_found(params, sparsity)] if params.rewind else []
+        return found + super().requires(params, sparsity, reference)
+
     def build(self, ctx: Context, params: IMPParams) -> Candidate:
         sparsity = check_sparsity(ctx.sparsity or 0.0)
         if params.rewind:
@@ -72,7 +76,7 @@ class IMP(Method):
         return Candidate(model=model, tokenizer=tok, lineage={}, info=info)
 
     def _rewind(self, ctx: Context, params: IMPParams, sparsity: float) -> Candidate:
-        found = ctx.require("imp", sparsity=sparsity, **{**dataclasses.asdict(params), "rewind": False})
+        found = ctx.require(_found(params, sparsity))
         tok = load_tokenizer(ctx.backbone)
         model = load_classifier(ctx.backbone, len(ctx.task.labels), ctx.seed)
         apply_masks(model, found.masks)
@@ -81,3 +85,8 @@ class IMP(Method):
         info.update(mask_from=found.lineage.get("key"), best_step=result.best_step, best_dev=result.best_dev,
                     train_steps=result.steps, train_seconds=result.seconds, history=result.history)
         return Candidate(model=model, tokenizer=tok, lineage={}, info=info)
+
+
+def _found(params: IMPParams, sparsity: float | None) -> Need:
+    """IMP-rewind's mask: IMP with the same recipe and loss, not rewound."""
+    return Need("imp", sparsity, {**dataclasses.asdict(params), "rewind": False})

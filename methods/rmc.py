@@ -37,7 +37,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from bench.api import Candidate, Context, Method
+from bench.api import Candidate, Context, Method, Need
 from bench.backbone import load_classifier, load_tokenizer
 from bench.errors import BenchError
 from bench.masking import apply_masks, check_sparsity, magnitude_masks
@@ -148,11 +148,19 @@ class RMC(Method):
         if p.student == "truncated" and sparsity:
             raise BenchError("student=truncated is a dense, smaller model: pass --sparsity 0")
 
+    def requires(self, p: RMCParams, sparsity: float | None, reference: dict) -> list[Need]:
+        teacher = [Need("finetune", None, p.recipe())]
+        return teacher + ([Need("imp", s, p.recipe()) for s in p.stage1()] if p.objective == "rmc" else [])
+
+    def epochs(self, p: RMCParams) -> float:
+        inference = 1 + (len(p.stage1()) if p.objective == "rmc" else 0)  # teacher and stage-1 losses
+        return p.epochs + inference / 3  # a forward pass costs about a third of a training step
+
     def build(self, ctx: Context, p: RMCParams) -> Candidate:
         tok = load_tokenizer(ctx.backbone)
         task = ctx.task
         y = torch.tensor([e.label for e in task.train])
-        teacher = ctx.require("finetune", **p.recipe())
+        teacher = ctx.require(Need("finetune", None, p.recipe()))
         t_logits = torch.tensor(predict_logits(teacher.model, teacher.tokenizer, task.train, task.max_length,
                                                ctx.device, ctx.precision))
         p_t = torch.softmax(t_logits, -1)
@@ -193,7 +201,7 @@ class RMC(Method):
         task = ctx.task
         losses = []
         for s in p.stage1():
-            pruned = ctx.require("imp", sparsity=s, **p.recipe())
+            pruned = ctx.require(Need("imp", s, p.recipe()))
             logits = torch.tensor(predict_logits(pruned.model, pruned.tokenizer, task.train, task.max_length,
                                                  ctx.device, ctx.precision))
             losses.append(F.cross_entropy(logits, y, reduction="none").numpy())

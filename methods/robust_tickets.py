@@ -39,7 +39,7 @@ from typing import ClassVar, Literal
 
 import torch
 
-from bench.api import Candidate, Context, Method
+from bench.api import Candidate, Context, Method, Need
 from bench.backbone import load_classifier, load_tokenizer
 from bench.errors import BenchError
 from bench.losses import ce
@@ -155,23 +155,30 @@ class RobustTickets(Method):
     def label(self, p: RobustTicketsParams) -> str:
         return {"robust": "robust ticket", "random": "random ticket", "imp": "IMP ticket"}[p.ticket] + " (retrained, ce)"
 
+    def requires(self, p: RobustTicketsParams, sparsity: float | None, reference: dict) -> list[Need]:
+        return [_source(p, sparsity)]
+
+    def epochs(self, p: RobustTicketsParams) -> float:
+        search = p.search_epochs * p.adv_steps if p.ticket == "robust" else 0.0  # K forward-backward passes a step
+        return search + p.retrain_epochs
+
     def build(self, ctx: Context, p: RobustTicketsParams) -> Candidate:
         sparsity = check_sparsity(ctx.sparsity or 0.0)
         if p.ticket == "robust":
             masks, info, _ = self.search(ctx, p, sparsity)
         elif p.ticket == "random":
-            robust = ctx.require("robust_tickets", sparsity=sparsity, **{**dataclasses.asdict(p), "ticket": "robust"})
+            robust = ctx.require(_source(p, sparsity))
             masks = random_like(robust.masks, ctx.seed)
             info = {"pattern_from": robust.lineage.get("key")}
         else:
-            found = ctx.require("imp", sparsity=sparsity, **p.recipe())
+            found = ctx.require(_source(p, sparsity))
             masks = {k: v for k, v in found.masks.items() if k in prunable_linears(found.model)}
             info = {"mask_from": found.lineage.get("key")}
         return self.retrain(ctx, p, masks, info)
 
     @staticmethod
     def search(ctx: Context, p: RobustTicketsParams, sparsity: float) -> tuple[dict, dict, torch.nn.Module]:
-        start = ctx.require("finetune", **p.recipe())
+        start = ctx.require(_source(p, sparsity))
         model = copy.deepcopy(start.model)
         tok = load_tokenizer(ctx.backbone)
         for q in model.parameters():
@@ -230,6 +237,16 @@ class RobustTickets(Method):
         return Candidate(model=model, tokenizer=tok, lineage={}, info=info)
 
 
+def _source(p: RobustTicketsParams, sparsity: float | None) -> Need:
+    """What a ticket starts from: the fine-tuned model (the search), the robust ticket whose
+    per-matrix sparsity a random ticket copies, or IMP's mask at the same sparsity."""
+    if p.ticket == "random":
+        return Need("robust_tickets", sparsity, {**dataclasses.asdict(p), "ticket": "robust"})
+    if p.ticket == "imp":
+        return Need("imp", sparsity, p.recipe())
+    return Need("finetune", None, p.recipe())
+
+
 def random_like(masks: dict[str, torch.Tensor], seed: int) -> dict[str, torch.Tensor]:
     """A random mask per matrix with exactly the same number of kept weights."""
     gen = torch.Generator().manual_seed(seed)
@@ -258,6 +275,9 @@ class FreeLB(Method):
 
     def label(self, p: FreeLBTrainParams) -> str:
         return "freelb (dense)"
+
+    def epochs(self, p: FreeLBTrainParams) -> float:
+        return p.epochs * p.adv_steps  # K forward-backward passes a step
 
     def build(self, ctx: Context, p: FreeLBTrainParams) -> Candidate:
         tok = load_tokenizer(ctx.backbone)

@@ -52,7 +52,7 @@ from typing import Literal
 import torch
 from torch.nn.utils import parametrize
 
-from bench.api import Candidate, Context, Method
+from bench.api import Candidate, Context, Method, Need, confreg_teacher
 from bench.backbone import load_classifier, load_tokenizer
 from bench.data import Example, TaskData
 from bench.errors import BenchError, MissingData
@@ -183,6 +183,15 @@ class SRNet(Method):
         if p.schedule == "gradual" and p.init_sparsity > (sparsity or 0.0):
             raise BenchError(f"gradual schedule: final sparsity {sparsity} is below init_sparsity {p.init_sparsity}")
 
+    def requires(self, p: SRNetParams, sparsity: float | None, reference: dict) -> list[Need]:
+        if p.paradigm == "rewind":
+            return [_found(p, sparsity)] + confreg_teacher(p.retrain_loss, reference)
+        start = [_start(p)] if p.paradigm == "finetuned" else []
+        return start + confreg_teacher(p.loss, reference)
+
+    def epochs(self, p: SRNetParams) -> float:
+        return p.epochs if p.paradigm == "rewind" else p.mask_epochs
+
     def build(self, ctx: Context, p: SRNetParams) -> Candidate:
         sparsity = check_sparsity(ctx.sparsity or 0.0)
         self.check(p, sparsity)
@@ -191,7 +200,7 @@ class SRNet(Method):
         tok = load_tokenizer(ctx.backbone)
         info: dict = {}
         if p.paradigm == "finetuned":
-            start = ctx.require("finetune", loss=p.start_loss, checkpoint_step=p.start_step, **p.recipe())
+            start = ctx.require(_start(p))
             model = copy.deepcopy(start.model)
             info["start_model"] = start.lineage.get("key")
         else:
@@ -247,8 +256,7 @@ class SRNet(Method):
         return Candidate(model=model, tokenizer=tok, lineage={}, info=info)
 
     def _rewind(self, ctx: Context, p: SRNetParams, sparsity: float) -> Candidate:
-        found = ctx.require("srnet", sparsity=sparsity,
-                            **{**dataclasses.asdict(p), "paradigm": "finetuned", "retrain_loss": "ce"})
+        found = ctx.require(_found(p, sparsity))
         tok = load_tokenizer(ctx.backbone)
         model = rewound(ctx, found.masks)
         loss_fn, info = make_loss(p.retrain_loss, ctx, model, tok)
@@ -257,6 +265,16 @@ class SRNet(Method):
         info.update(mask_from=found.lineage.get("key"), best_step=result.best_step, best_dev=result.best_dev,
                     train_steps=result.steps, train_seconds=result.seconds, history=result.history)
         return Candidate(model=model, tokenizer=tok, lineage={}, info=info)
+
+
+def _start(p: SRNetParams) -> Need:
+    """The fine-tuned model (or its checkpoint at ``start_step``) the masks are trained on."""
+    return Need("finetune", None, {"loss": p.start_loss, "checkpoint_step": p.start_step, **p.recipe()})
+
+
+def _found(p: SRNetParams, sparsity: float | None) -> Need:
+    """The mask ``rewind`` puts on the pre-trained weights: the ``finetuned`` paradigm's."""
+    return Need("srnet", sparsity, {**dataclasses.asdict(p), "paradigm": "finetuned", "retrain_loss": "ce"})
 
 
 def rewound(ctx: Context, masks: dict[str, torch.Tensor]):

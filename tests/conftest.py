@@ -49,3 +49,17 @@ def runner(tmp_path):
     from bench.runner import Runner
 
     return Runner(tmp_path / "out", progress=False, log=lambda m: None)
+
+
+def install_plugin(where: Path, monkeypatch, module: str, source: str, entry_points: str) -> None:
+    """A third-party plug-in as pip would leave it: a module and a dist-info with entry points."""
+    from bench.registry import METHODS, SUITES
+
+    (where / f"{module}.py").write_text(source)
+    dist = where / f"{module}-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(entry_points)
+    monkeypatch.syspath_prepend(str(where))
+    METHODS.refresh()
+    SUITES.refresh()

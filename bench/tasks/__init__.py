@@ -15,6 +15,9 @@ from bench.data import TaskData
 class Task(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
+    # published split sizes (train, dev, test, ood/<set>), for sweep estimates when the data is
+    # not on this machine; empty for tasks that are always here
+    sizes: ClassVar[dict[str, int]] = {}
 
     @abstractmethod
     def load(self, data_dir: Path | None) -> TaskData:

@@ -135,6 +135,7 @@ class MNLIFull(Task):
 
     name = "mnli_full"
     description = "MNLI train (5% held out as dev) / dev-matched as test -> HANS; GPU scale"
+    sizes = {"train": 373_067, "dev": 19_635, "test": 9_815, "ood/hans": 30_000}  # MNLI 392,702 train
 
     def load(self, data_dir: Path | None) -> TaskData:
         def local():
@@ -202,6 +203,7 @@ class QQP(Task):
 
     name = "qqp"
     description = "QQP (local GLUE TSVs or hub) -> PAWS-QQP, PAWS-Wiki; GPU scale"
+    sizes = {"train": 345_654, "dev": 18_192, "test": 40_430, "ood/paws_qqp": 677, "ood/paws_wiki": 8_000}
 
     def load(self, data_dir: Path | None) -> TaskData:
         cols = dict(text_a=("question1",), text_b=("question2",), label=("is_duplicate", "label"), label_map={"0": 0, "1": 1})

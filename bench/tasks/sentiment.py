@@ -44,6 +44,7 @@ def _single(rows, path, text, label, label_map, uid=None) -> list[Example]:
 class SST2(Task):
     name = "sst2"
     description = "SST-2 (local ../shared/data/sst2: train 60,614 / dev 6,735 / test = GLUE dev 872); cap with --max-examples"
+    sizes = {"train": 60_614, "dev": 6_735, "test": 872}
 
     def load(self, data_dir: Path | None) -> TaskData:
         paths = [find_file(data_dir, [f"sst2/{s}.tsv", f"SST-2/{s}.tsv"], f"SST-2 {s}") for s in ("train", "dev", "test")]
@@ -72,6 +73,8 @@ class AGNews(Task):
     name = "agnews"
     description = "AG News 4 classes; offline only its test set, split (seed 13) into train 5,600 / dev 500 / test 1,500"
 
+    sizes = {"train": 114_000, "dev": 6_000, "test": 7_600}  # with the official train.csv
+
     def load(self, data_dir: Path | None) -> TaskData:
         test_path = find_file(data_dir, ["agnews/test.tsv", "ag_news_csv/test.csv", "agnews/test.csv"], "AG News test")
         try:
@@ -98,6 +101,7 @@ IMDB_HUB = HubSpec("stanfordnlp/imdb", "plain_text", "main", "imdb/train.tsv and
 class IMDB(Task):
     name = "imdb"
     description = "IMDB reviews (hub stanfordnlp/imdb, or local imdb/{train,test}.tsv); GPU scale"
+    sizes = {"train": 23_750, "dev": 1_250, "test": 25_000}
 
     def load(self, data_dir: Path | None) -> TaskData:
         def local():

@@ -43,6 +43,8 @@ from bench.predict import predict_logits
 from bench.registry import SUITES, did_you_mean
 from suites.adversarial.recipes import RECIPES, Sources, build
 
+QUERIES_PER_EXAMPLE = 150
+
 
 @dataclass
 class AttackParams:
@@ -122,6 +124,13 @@ class AdversarialSuite(Suite):
     description = "TextFooler, BERT-Attack, TextBugger (TextAttack 0.3.11, offline): Clean%, Aua%, Suc%, #Query"
     Params = AttackParams
     recipes: ClassVar[tuple[str, ...]] = RECIPES
+
+    def examples(self, sizes: dict[str, int], params: AttackParams | None) -> float:
+        """The clean pass over the test split, then about QUERIES_PER_EXAMPLE queries per
+        attacked example and recipe (50-160 on SST-2, up to ~3,000 on IMDB in Zheng et al.
+        2022, Table 1): a rough figure for sweep estimates."""
+        p = params or AttackParams()
+        return sizes.get("test", 0) + min(p.n, sizes.get("test", p.n)) * len(p.chosen(self.recipes)) * QUERIES_PER_EXAMPLE
 
     def fingerprint(self, data_dir: Path | None) -> dict:
         listed = data_dir / "wordsub" / "counterfitted_neighbors.json" if data_dir else None

@@ -172,7 +172,7 @@ def make_neighbour_embedding(neighbours: dict[str, list[str]], glove: _Glove):
                         words.append(w)
             self._words = words
             self._index = {w: i for i, w in enumerate(words)}
-            self._nn = [[self._index[n] for n in neighbours.get(w, [])] for w in words]
+            self._nn = [[self._index[n] for n in neighbours.get(w, []) if n != w] for w in words]
             self._nn_sets = [set(x) for x in self._nn]
 
         def __getitem__(self, index):
@@ -235,7 +235,11 @@ def make_glove_embedding(glove: _Glove):
         def nearest_neighbours(self, index, topn):
             if index not in self._nn_cache:
                 sims = glove.unit_top @ glove.unit_top[index]
-                self._nn_cache[index] = [int(i) for i in np.argsort(-sims)[1:51]]
+                # words only, never the word itself (which need not come first): a swap to a dash or
+                # a comma deletes the word, and TextAttack's windowed sentence-encoder constraint
+                # cannot score a text with no modified word index
+                order = np.argsort(-sims)[:200]
+                self._nn_cache[index] = [int(i) for i in order if i != index and glove.words[i].isalpha()][:50]
             return self._nn_cache[index][:topn]
 
         def get_cos_sim(self, a, b):

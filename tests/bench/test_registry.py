@@ -5,6 +5,7 @@ import pytest
 
 from bench.errors import BenchError
 from bench.registry import METHODS, SUITES, TASKS, did_you_mean
+from tests.conftest import install_plugin
 
 
 def test_builtins_come_through_entry_points():
@@ -52,19 +53,12 @@ class CountSuite(Suite):
 
 @pytest.fixture
 def plugin(tmp_path, monkeypatch):
-    (tmp_path / "my_bench_plugin.py").write_text(PLUGIN)
-    dist = tmp_path / "my_bench_plugin-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: my-bench-plugin\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(textwrap.dedent("""
+    install_plugin(tmp_path, monkeypatch, "my_bench_plugin", PLUGIN, textwrap.dedent("""
         [bench.methods]
         untrained = my_bench_plugin:Untrained
         [bench.suites]
         count = my_bench_plugin:CountSuite
     """))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    METHODS.refresh()
-    SUITES.refresh()
     yield
     sys.modules.pop("my_bench_plugin", None)
 

@@ -16,10 +16,37 @@ def _rec(label, seed, target, idv, ood, fb, params=None):
     )
 
 
-def test_mean_and_sample_std_over_seeds():
+def test_mean_sample_std_and_bootstrap_interval_over_seeds():
     assert fmt([0.5]) == "50.0"
-    assert fmt([0.5, 0.7]) == "60.0 ± 14.1"
+    assert fmt([0.5, 0.7]).startswith("60.0 ± 14.1 [")
     assert fmt([]) == "–"
+    assert fmt([0.6, 0.6, 0.6]) == "60.0 ± 0.0 [60.0, 60.0]"
+
+
+def test_bootstrap_interval_brackets_the_mean_within_the_seeds():
+    import numpy as np
+
+    from leaderboard.build import ci95
+
+    vals = [0.61, 0.70, 0.64, 0.58]
+    lo, hi = ci95(vals)
+    assert min(vals) <= lo < np.mean(vals) < hi <= max(vals)
+    assert ci95(vals) == (lo, hi)  # a fixed resampling seed: a rebuilt leaderboard is identical
+    wide = ci95([0.2, 0.9, 0.5, 0.4])
+    assert wide[1] - wide[0] > hi - lo  # more spread between seeds, a wider interval
+
+
+def test_published_rows_are_labelled_and_never_averaged():
+    from bench.sweep import Reference
+
+    ref = Reference(source="Du et al. 2023, table 4", task="nli_synth", suite="ood", backbone="minilm",
+                    label="RMC", sparsity=0.4, metrics={"id": 0.842, "f_bias/hans": 1.049})
+    md = build([_rec("finetune (ce)", 0, None, 0.9, 0.6, 1.0), _rec("finetune (ce)", 1, None, 0.8, 0.6, 1.0)],
+               references=[ref])
+    row = next(ln for ln in md.splitlines() if ln.startswith("| published: RMC (Du et al. 2023, table 4)"))
+    assert "84.2" in row and "1.05" in row and "40%" in row and "published" in row.rsplit("|", 2)[1]
+    alone = build([], references=[ref])  # no run yet: the published numbers still show
+    assert "published numbers only" in alone and "| published: RMC" in alone
 
 
 def test_one_row_per_method_and_sparsity_with_seeds_aggregated():
@@ -29,7 +56,7 @@ def test_one_row_per_method_and_sparsity_with_seeds_aggregated():
     assert "## nli_synth — suite `ood`" in md and "backbone: `minilm`" in md and "synthetic generator v2" in md
     rows = [ln for ln in md.splitlines() if ln.startswith("| finetune") or ln.startswith("| imp")]
     assert len(rows) == 4  # two in the main table, two in the per-cell table
-    assert "85.0 ± 7.1" in rows[0] and "0,1" in rows[0]
+    assert "85.0 ± 7.1 [" in rows[0] and "0,1" in rows[0]
     assert "50%" in rows[1] and "0.80" in rows[1]
     assert "lexical_overlap/non-entailment" in md
 

@@ -177,3 +177,16 @@ def test_a_user_masked_lm_drives_bert_attack(runner, attack_spec, tmp_path, tiny
 def test_attack_params_defaults_are_the_cpu_sizes():
     p = AttackParams()
     assert p.n == 100 and p.chosen(("a", "b")) == ["a", "b"]
+
+
+def test_glove_fallback_neighbours_are_other_words():
+    """A swap to punctuation deletes the word, and TextAttack's windowed sentence-encoder
+    constraint then fails on a text with no modified index (seen with 'great' -> a dash)."""
+    from suites.adversarial.resources import _glove, make_glove_embedding, textattack
+
+    textattack()
+    emb = make_glove_embedding(_glove())
+    for word in ("great", "bad", "film", "but"):
+        neighbours = [emb.index2word(j) for j in emb.nearest_neighbours(emb.word2index(word), 50)]
+        assert len(neighbours) == 50 and word not in neighbours
+        assert all(w.isalpha() for w in neighbours), neighbours

@@ -1,0 +1,120 @@
+"""Executors: the same records whichever runs the plan; interrupted sweeps resume; two
+workers finishing the same job leave one record."""
+
+import json
+import multiprocessing
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.executors import execute, run_jobs
+from bench.sweep import load_spec, plan, runs
+
+
+def _spec(tmp_path, tiny_bert) -> Path:
+    path = tmp_path / "spec.toml"
+    path.write_text(textwrap.dedent(f"""
+        [defaults]
+        backbone = "{tiny_bert}"
+        max_examples = 40
+        params = {{ epochs = 1, batch_size = 8 }}
+        [[group]]
+        method = "finetune"
+        suite = "ood"
+        params = {{ loss = ["ce", "poe"] }}
+        [[group]]
+        method = "imp"
+        suite = "ood"
+        sparsity = [0.5, 0.7]
+    """))
+    return path
+
+
+def _scores(out: Path) -> dict[str, dict]:
+    """Every record's metrics, timings left out (they vary run to run)."""
+    recs = {}
+    for p in (out / "records").glob("*.json"):
+        r = json.loads(p.read_text())
+        recs[p.name] = {k: v for k, v in r["metrics"].items() if not k.startswith("eff/")}
+    return recs
+
+
+def _run(spec: Path, out: Path, executor: str, workers: int = 1) -> None:
+    jobs = plan(runs(load_spec(spec)))
+    outcomes = run_jobs(jobs, out, executor, workers=workers, cpus_per_job=1, log=lambda m: None)
+    assert all(o.ok for o in outcomes), [o.message for o in outcomes if not o.ok]
+    assert len(outcomes) == len(jobs)
+
+
+@pytest.fixture(scope="module")
+def local_records(tmp_path_factory, tiny_bert):
+    tmp = tmp_path_factory.mktemp("local")
+    spec = _spec(tmp, tiny_bert)
+    _run(spec, tmp / "out", "local")
+    return spec, _scores(tmp / "out")
+
+
+def test_a_process_pool_gives_the_records_of_the_local_executor(local_records, tmp_path):
+    spec, expected = local_records
+    assert len(expected) == 4  # finetune ce / poe, imp 0.5 / 0.7
+    _run(spec, tmp_path / "out", "pool", workers=2)
+    assert _scores(tmp_path / "out") == expected
+
+
+def test_a_local_ray_instance_gives_the_records_of_the_local_executor(local_records, tmp_path):
+    pytest.importorskip("ray")
+    spec, expected = local_records
+    _run(spec, tmp_path / "out", "ray", workers=2)
+    assert _scores(tmp_path / "out") == expected
+
+
+def _execute_in(args):
+    job, out = args
+    return execute(job, out, 1)
+
+
+def test_two_workers_finishing_the_same_job_leave_one_record(local_records, tmp_path, tiny_bert):
+    spec, _ = local_records
+    jobs = plan(runs(load_spec(spec), {"method": ["finetune"]}))
+    for job in jobs.values():  # the candidates first, so both evaluations run at once
+        if job.kind == "build":
+            execute(job, str(tmp_path / "out"), 1)
+    evals = [j for j in jobs.values() if j.kind == "evaluate"]
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(2) as pool:
+        outcomes = pool.map(_execute_in, [(j, str(tmp_path / "out")) for j in evals for _ in range(2)])
+    assert all(o.ok for o in outcomes)
+    files = sorted(p.name for p in (tmp_path / "out" / "records").iterdir())
+    assert len(files) == len(evals) == 2 and all(f.endswith(".json") for f in files)  # no temporary left
+    for p in (tmp_path / "out" / "records").iterdir():
+        json.loads(p.read_text())
+
+
+def test_killing_a_sweep_and_rerunning_it_finishes_only_the_missing_jobs(local_records, tmp_path):
+    spec, expected = local_records
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "bench", "sweep", str(spec), "--out", str(out), "--cpus-per-job", "1"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while time.time() < deadline and len(list((out / "records").glob("*.json")) if (out / "records").is_dir() else []) < 2:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    before = {p.name: p.stat().st_mtime_ns for p in (out / "records").glob("*.json")}
+    assert 2 <= len(before) < 4
+    rerun = subprocess.run(argv, capture_output=True, text=True, timeout=600, env={**os.environ})
+    assert rerun.returncode == 0, rerun.stderr
+    after = {p.name: p.stat().st_mtime_ns for p in (out / "records").glob("*.json")}
+    assert set(after) == set(expected) and all(after[k] == v for k, v in before.items())  # old ones untouched
+    assert _scores(out) == expected
+    head = rerun.stderr.splitlines()[0]  # "[sweep] SPEC: 8 jobs, K to run, ..."
+    total, todo = (int(head.split(": ", 1)[1].split(", ")[i].split()[0]) for i in (0, 1))
+    assert total == 8 and todo <= 8 - len(before)  # the finished records' jobs are not redone
+    assert sum(bool(re.match(r"\[sweep\] \d+/\d+ ", line)) for line in rerun.stderr.splitlines()) == todo

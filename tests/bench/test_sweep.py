@@ -1,0 +1,235 @@
+"""Sweep specs and plans: expansion, shared jobs, dependencies, cycles, bad specs, dry runs."""
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from bench.cli import main
+from bench.errors import BenchError
+from bench.registry import METHODS
+from bench.runner import Runner
+from bench.sweep import finished, load_spec, pending, plan, runs
+from tests.conftest import install_plugin
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _spec(tmp_path, text: str) -> Path:
+    path = tmp_path / "spec.toml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def _plan(tmp_path, text, **only):
+    return plan(runs(load_spec(_spec(tmp_path, text)), only))
+
+
+def test_a_grid_shares_the_model_every_mask_starts_from(tmp_path, tiny_bert):
+    jobs = _plan(tmp_path, f"""
+        [defaults]
+        backbone = "{tiny_bert}"
+        seed = [0, 1]
+        params = {{ epochs = 1 }}
+        [[group]]
+        method = "srnet"
+        suite = "ood"
+        sparsity = [0.5, 0.7]
+        params = {{ loss = ["ce", "poe"] }}
+    """)
+    builds = [j for j in jobs.values() if j.kind == "build"]
+    evals = [j for j in jobs.values() if j.kind == "evaluate"]
+    finetunes = [j for j in builds if j.spec.method == "finetune"]
+    assert len(finetunes) == 2  # one fine-tuned CE model per seed, shared by 4 mask trainings
+    assert len([j for j in builds if j.spec.method == "srnet"]) == 8
+    assert len(evals) == 8 + 2  # every srnet run, and each seed's F_bias reference record
+    for j in builds:
+        if j.spec.method == "srnet":
+            (dep,) = j.deps
+            assert jobs[dep].spec.method == "finetune" and jobs[dep].spec.seed == j.spec.seed
+    order = list(jobs)
+    assert all(order.index(d) < order.index(jid) for jid, j in jobs.items() for d in j.deps)  # topological
+    for j in evals:
+        if j.spec.method == "srnet":  # its candidate, and the reference record for F_bias
+            kinds = sorted((jobs[d].kind, jobs[d].spec.method) for d in j.deps)
+            assert kinds == [("build", "srnet"), ("evaluate", "finetune")]
+
+
+def test_rmc_and_tickets_declare_what_they_build_on(tmp_path, tiny_bert):
+    jobs = _plan(tmp_path, f"""
+        [[group]]
+        backbone = "{tiny_bert}"
+        method = "rmc"
+        suite = "ood"
+        [[group]]
+        backbone = "{tiny_bert}"
+        method = "robust_tickets"
+        suite = "textfooler"
+        task = "sent_synth"
+        params = {{ ticket = "random" }}
+    """)
+    imp = sorted(j.spec.sparsity for j in jobs.values() if j.kind == "build" and j.spec.method == "imp")
+    assert imp == [0.2, 0.4, 0.6, 0.7, 0.85]  # stage 1 of RMC
+    random_ticket = next(j for j in jobs.values() if j.kind == "build" and j.spec.params.get("ticket") == "random")
+    (robust,) = random_ticket.deps
+    assert jobs[robust].spec.method == "robust_tickets" and "ticket" not in jobs[robust].spec.params
+
+
+def test_only_keeps_a_slice_and_its_dependencies(tmp_path, tiny_bert):
+    text = f"""
+        [defaults]
+        backbone = "{tiny_bert}"
+        [[group]]
+        method = ["finetune", "imp"]
+        suite = ["ood", "textbugger"]
+    """
+    jobs = _plan(tmp_path, text, method=["imp"], suite=["ood"])
+    evaluated = {(j.spec.method, j.spec.suite) for j in jobs.values() if j.kind == "evaluate"}
+    assert evaluated == {("imp", "ood"), ("finetune", "ood")}  # finetune: imp's F_bias reference
+
+
+PLUGIN = '''
+from dataclasses import dataclass
+
+from bench.api import Method, Need
+
+
+@dataclass
+class P:
+    x: int = 0
+
+
+class Chicken(Method):
+    name = "chicken"
+    description = "needs an egg"
+    Params = P
+
+    def requires(self, params, sparsity, reference):
+        return [Need("egg")]
+
+    def build(self, ctx, params):
+        raise AssertionError("never built")
+
+
+class Egg(Method):
+    name = "egg"
+    description = "needs a chicken"
+    Params = P
+
+    def requires(self, params, sparsity, reference):
+        return [Need("chicken")]
+
+    def build(self, ctx, params):
+        raise AssertionError("never built")
+
+
+class Sneaky(Method):
+    name = "sneaky"
+    description = "requires what it does not declare"
+    Params = P
+
+    def build(self, ctx, params):
+        return ctx.require(Need("finetune", None, {"epochs": 1.0}))
+'''
+
+
+@pytest.fixture
+def cyclic_plugin(tmp_path, monkeypatch):
+    install_plugin(tmp_path, monkeypatch, "cyclic_plugin", PLUGIN,
+                   "[bench.methods]\nchicken = cyclic_plugin:Chicken\negg = cyclic_plugin:Egg\nsneaky = cyclic_plugin:Sneaky\n")
+    yield
+    sys.modules.pop("cyclic_plugin", None)
+    METHODS.refresh()
+
+
+def test_a_dependency_cycle_is_refused_before_anything_runs(tmp_path, cyclic_plugin, capsys):
+    spec = _spec(tmp_path, """
+        [[group]]
+        method = "chicken"
+        suite = "ood"
+    """)
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("bench: error: dependency cycle:") and "chicken" in err and "egg" in err
+    assert len(err.splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_undeclared_requirement_is_refused(tmp_path, cyclic_plugin, run_spec):
+    runner = Runner(tmp_path / "out", progress=False, log=lambda m: None)
+    with pytest.raises(BenchError, match="without declaring it in its requires"):
+        runner.candidate(run_spec("sneaky", params={}))
+
+
+@pytest.mark.parametrize("body, message", [
+    ('[[group]]\nmethod = "fintune"\nsuite = "ood"\n', "unknown method 'fintune'; did you mean 'finetune'?"),
+    ('[[group]]\nmethod = "imp"\nsuite = "oodd"\n', "unknown suite 'oodd'; did you mean 'ood'?"),
+    ('[[group]]\nmethod = "imp"\nsuite = "ood"\nparams = { lrr = 1 }\n', "unknown parameter 'lrr' for method 'imp'"),
+    ('[[group]]\nmethod = "imp"\nsuite = "ood"\nsparsity = 1.5\n', "sparsity must be in [0, 1)"),
+    ('[[group]]\nmethods = "imp"\nsuite = "ood"\n', "unknown key 'methods' in group 1; did you mean 'method'?"),
+    ('[[group]]\nsuite = "ood"\n', "group 1 names no method"),
+    ('[[group]\nmethod = "imp"\n', "not valid TOML"),
+    ('description = "nothing"\n', "no [[group]] of runs"),
+])
+def test_bad_specs_get_one_line_before_anything_runs(tmp_path, capsys, body, message):
+    spec = tmp_path / "bad.toml"
+    spec.write_text(body)
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_spec_and_unknown_executor(tmp_path, capsys):
+    assert main(["sweep", str(tmp_path / "none.toml")]) == 2
+    assert "no sweep spec" in capsys.readouterr().err
+    spec = _spec(tmp_path, '[[group]]\nmethod = "imp"\nsuite = "ood"\n')
+    assert main(["sweep", str(spec), "--executor", "dask"]) == 2
+    assert "unknown executor 'dask'" in capsys.readouterr().err
+
+
+def test_an_executor_that_is_not_installed(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    spec = _spec(tmp_path, '[[group]]\nmethod = "imp"\nsuite = "ood"\n')
+    assert main(["sweep", str(spec), "--executor", "ray", "--out", str(tmp_path / "out")]) == 2
+    assert "executor 'ray' is not installed: pip install" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name", ["smoke", "paper_srnet", "paper_robust_tickets", "paper_rmc"])
+def test_shipped_specs_dry_run_offline_with_an_estimate_for_every_job(name, capsys, tmp_path):
+    assert main(["sweep", str(ROOT / "sweeps" / f"{name}.toml"), "--dry-run", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    head = out.splitlines()[0]
+    n_jobs = int(head.split()[0])
+    lines = [r for r in out.splitlines()[1:] if r.strip()[:1].isdigit()]
+    assert len(lines) == n_jobs > 0
+    assert all(r.rstrip().endswith(("s", "min", "h")) for r in lines), "every job has an estimate"
+    assert "without an estimate" not in head
+
+
+def test_done_jobs_are_skipped_and_missing_ones_rerun(tmp_path, tiny_bert):
+    spec = _spec(tmp_path, f"""
+        [[group]]
+        backbone = "{tiny_bert}"
+        method = "imp"
+        suite = "ood"
+        sparsity = 0.5
+        max_examples = 40
+        params = {{ epochs = 1, batch_size = 8 }}
+    """)
+    out = tmp_path / "out"
+    assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 0
+    records = sorted((out / "records").glob("*.json"))
+    assert len(records) == 2  # imp and its F_bias reference
+    jobs = plan(runs(load_spec(spec)))
+    runner = Runner(out, progress=False, log=lambda m: None)
+    done, _ = finished(jobs, runner)
+    assert pending(jobs, done) == {}
+    imp_record = next(p for p in records if "__imp__" in p.name)
+    imp_record.unlink()
+    todo = pending(jobs, finished(jobs, runner)[0])
+    assert [j.kind for j in todo.values()] == ["evaluate"]  # the cached candidate is not rebuilt
+    assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 0
+    assert imp_record.is_file()
