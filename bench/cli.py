@@ -52,6 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("--workers", type=int, default=0, help="parallel jobs (default: cores / cpus-per-job)")
     sw.add_argument("--cpus-per-job", type=int, default=0, help="torch threads (and Ray CPUs) per job")
     sw.add_argument("--ray-address", help="an existing Ray cluster (default: start a local instance)")
+    sw.add_argument("--device", choices=["cpu", "cuda"], help="run every job on this device (default: the spec's)")
     sw.add_argument("--dry-run", action="store_true", help="show the jobs, their dependencies and an estimate; run nothing")
     for key in ("method", "suite", "task"):
         sw.add_argument(f"--{key}", action="append", help=f"only the spec's runs of this {key} (repeatable)")
@@ -141,7 +142,12 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     if a.workers < 0 or a.cpus_per_job < 0:
         raise BenchError("--workers and --cpus-per-job must be at least 0")
     only = {k: getattr(a, k) for k in ("method", "suite", "task") if getattr(a, k)}
-    jobs = plan(runs(spec, only, check_backbones=not a.dry_run))
+    jobs = plan(runs(spec, only, check_backbones=not a.dry_run, device=a.device))
+    if not a.dry_run and not a.ray_address and any(j.spec.device == "cuda" for j in jobs.values()):
+        import torch
+
+        if not torch.cuda.is_available():  # a cluster's GPUs are its own business
+            raise BenchError("the sweep runs jobs on cuda but torch sees no CUDA device here (CPU wheel or no GPU)")
     out = Path(a.out)
     runner = Runner(out, progress=False, log=lambda m: None)
     done, unknown = finished(jobs, runner)

@@ -153,13 +153,15 @@ def _as_list(value: Any) -> list:
     return list(value) if isinstance(value, list) else [value]
 
 
-def runs(spec: SweepSpec, only: dict[str, list[str]] | None = None, check_backbones: bool = True) -> list[RunSpec]:
+def runs(spec: SweepSpec, only: dict[str, list[str]] | None = None, check_backbones: bool = True,
+         device: str | None = None) -> list[RunSpec]:
     """Every run (method, suite, task, ...) of the spec, validated; ``only`` keeps the runs whose
-    method / suite / task is listed (a tox slice). Backbone availability is checked unless a
-    dry run plans for another machine."""
+    method / suite / task is listed (a tox slice); ``device`` overrides the spec's (the smoke
+    spec on a GPU). Backbone availability is checked unless a dry run plans for another machine."""
     only = only or {}
     out: list[RunSpec] = []
     for g in spec.groups:
+        g = {**g, "device": device} if device else g
         for method in _as_list(g["method"]):
             for suite in _as_list(g["suite"]):
                 for task in _as_list(g.get("task", "nli_synth")):

@@ -233,3 +233,14 @@ def test_done_jobs_are_skipped_and_missing_ones_rerun(tmp_path, tiny_bert):
     assert [j.kind for j in todo.values()] == ["evaluate"]  # the cached candidate is not rebuilt
     assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 0
     assert imp_record.is_file()
+
+
+def test_a_cuda_sweep_without_a_gpu_is_refused_before_anything_runs(tmp_path, capsys, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    spec = _spec(tmp_path, '[[group]]\nmethod = "imp"\nsuite = "ood"\n')
+    assert main(["sweep", str(spec), "--device", "cuda", "--out", str(tmp_path / "out")]) == 2
+    assert "torch sees no CUDA device" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    assert main(["sweep", str(spec), "--device", "cuda", "--dry-run", "--out", str(tmp_path / "out")]) == 0
