@@ -111,6 +111,7 @@ class MNLIDevSplit(Task):
 
     name = "mnli"
     description = "MNLI dev-matched split 8,315 / 500 / 1,000 (seed 13) -> HANS; local files only"
+    sizes = {"train": 8_315, "dev": 500, "test": 1_000, "ood/hans": 30_000}
 
     def load(self, data_dir: Path | None) -> TaskData:
         path = find_file(data_dir, ["mnli/dev_matched.tsv", "MNLI/dev_matched.tsv", "multinli_1.0_dev_matched.jsonl"], "MNLI dev-matched")
