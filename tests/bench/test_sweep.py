@@ -241,6 +241,8 @@ def test_a_cuda_sweep_without_a_gpu_is_refused_before_anything_runs(tmp_path, ca
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     spec = _spec(tmp_path, '[[group]]\nmethod = "imp"\nsuite = "ood"\n')
     assert main(["sweep", str(spec), "--device", "cuda", "--out", str(tmp_path / "out")]) == 2
-    assert "torch sees no CUDA device" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "torch sees no CUDA device" in err
+    assert "jobs failed" not in err  # refused up front, not discovered job by job
     assert not (tmp_path / "out").exists()
     assert main(["sweep", str(spec), "--device", "cuda", "--dry-run", "--out", str(tmp_path / "out")]) == 0
