@@ -1,3 +1,4 @@
+import numpy as np
 import torch
 
 from bench.bias import WordVectors, fit_bias_model, overlap_features
@@ -34,6 +35,9 @@ def test_bias_model_learns_the_planted_shortcut_out_of_fold(tiny_bert):
     y = [e.label for e in task.train]
     acc = (bias.train_probs.argmax(1) == y).mean()
     assert 0.5 < acc < 0.95  # informative, not perfect
+    in_fold = bias.predict(task.train)  # the final model, fitted on all of train
+    assert in_fold.shape == bias.train_probs.shape
+    assert np.abs(in_fold - bias.train_probs).max() > 1e-3  # the training probabilities are not the fitted model's
 
 
 def test_synthetic_ood_set_defeats_the_bias_model(tiny_bert):

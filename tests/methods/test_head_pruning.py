@@ -85,13 +85,21 @@ def test_an_empty_layer_still_runs(model, tiny_bert):
 
 
 def test_head_pruning_method_end_to_end(runner, run_spec):
-    rec = runner.run(run_spec("head_pruning", params={"epochs": 2, "batch_size": 8, "fraction": 0.25}))
+    spec = run_spec("head_pruning", params={"epochs": 2, "batch_size": 8, "fraction": 0.25})
+    built = runner.candidate(spec)  # built and saved
+    again = runner.candidate(spec)  # loaded back from disk
+    assert again is not built and again.model.config.bench_kept_heads == built.model.config.bench_kept_heads
+    widths = [layer.attention.self.query.out_features for layer in again.model.bert.encoder.layer]
+    assert widths == [layer.attention.self.query.out_features for layer in built.model.bert.encoder.layer]
+    assert sorted(widths) == [16, 32]  # one of the four 16-wide heads is gone, from one layer
+    batch = built.tokenizer(["the film was good", "a dull, long and tired plot"], padding=True, return_tensors="pt")
+    with torch.no_grad():
+        assert torch.allclose(built.model.eval()(**batch).logits, again.model.eval()(**batch).logits, atol=1e-5)
+    rec = runner.run(spec)
     assert rec.method_info["heads_removed"] == 1 and rec.label == "head pruning 25% (one-shot)"
     full = runner.run(run_spec("finetune"))
     assert rec.metrics["eff/params_m"] < full.metrics["eff/params_m"]
     assert rec.metrics["eff/disk_mb"] < full.metrics["eff/disk_mb"]
-    again = runner.candidate(run_spec("head_pruning", params={"epochs": 2, "batch_size": 8, "fraction": 0.25}))
-    assert again.model.config.bench_kept_heads  # loaded back in its pruned shape
     it = runner.run(run_spec("head_pruning", params={"epochs": 2, "batch_size": 8, "fraction": 0.5,
                                                      "schedule": "iterative", "rounds": 2}))
     assert it.method_info["heads_removed"] == 2 and len(it.method_info["importance_rounds"]) == 2

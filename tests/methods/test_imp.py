@@ -41,13 +41,31 @@ def test_best_checkpoint_is_chosen_only_at_target_sparsity(runner, run_spec):
     assert rec.sparsity["sparsity"] == pytest.approx(0.7, abs=1e-3)
 
 
-def test_rewind_retrains_the_same_mask_from_pretrained_weights(runner, run_spec):
+def test_rewind_retrains_the_same_mask_from_pretrained_weights(runner, run_spec, tiny_bert, monkeypatch):
+    import methods.imp as imp
+    from bench.backbone import load_classifier, resolve
+    from bench.masking import prunable_linears
+
+    at_start: dict[str, torch.Tensor] = {}
+    real_train = imp.train
+
+    def spy(model, *a, **kw):
+        if kw.get("desc", "").startswith("imp-rewind"):
+            at_start.update({k: v.detach().clone() for k, v in model.state_dict().items()})
+            at_start.update({f"{n}.weight": lin.weight.detach().clone() for n, lin in prunable_linears(model).items()})
+        return real_train(model, *a, **kw)
+
+    monkeypatch.setattr(imp, "train", spy)
     found = runner.candidate(run_spec("imp", sparsity=0.5))
     ticket = runner.candidate(run_spec("imp", sparsity=0.5, params={"rewind": True, "epochs": 2, "batch_size": 8}))
     assert ticket.info["mask_from"] == found.lineage["key"]
     assert found.masks.keys() == ticket.masks.keys()
     for name in found.masks:
         assert torch.equal(found.masks[name], ticket.masks[name])
+    pre = load_classifier(resolve(str(tiny_bert)), 3, seed=0).state_dict()  # the pre-trained weights, not IMP's
+    for name, w in pre.items():
+        mask = found.masks.get(name.removesuffix(".weight")) if name.endswith("weight") else None
+        assert torch.equal(at_start[name], w * mask if mask is not None else w), name
     w_found = dict(found.model.named_parameters())["bert.encoder.layer.0.attention.self.query.weight"]
     w_ticket = dict(ticket.model.named_parameters())["bert.encoder.layer.0.attention.self.query.weight"]
     assert not torch.equal(w_found, w_ticket)

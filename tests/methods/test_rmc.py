@@ -52,9 +52,31 @@ def test_focal_and_jtt_weights_average_to_one_over_a_batch():
     assert weighted_ce(logits, y, torch.ones(4)).item() == pytest.approx(torch.nn.functional.cross_entropy(logits, y).item())
 
 
+USES = {  # which of the method's loss pieces each objective must call (and no other)
+    "rmc": {"smooth", "distill_loss"}, "distil": {"smooth", "distill_loss"}, "smooth": {"smooth", "distill_loss"},
+    "focal": {"focal_weights", "weighted_ce"}, "jtt": {"jtt_weights", "weighted_ce"}, "vanilla": set(),
+}
+
+
 @pytest.mark.parametrize("objective", ["rmc", "vanilla", "distil", "smooth", "focal", "jtt"])
-def test_every_objective_trains_an_imp_student(runner, run_spec, objective):
+def test_every_objective_trains_an_imp_student(runner, run_spec, objective, monkeypatch):
+    import methods.rmc as rmc
+
+    calls: dict[str, list] = {name: [] for name in ("smooth", "distill_loss", "focal_weights", "jtt_weights", "weighted_ce")}
+    for name in calls:
+        real = getattr(rmc, name)
+        monkeypatch.setattr(rmc, name, lambda *a, _real=real, _name=name: calls[_name].append(a) or _real(*a))
     rec = runner.run(run_spec("rmc", sparsity=0.4, params={**P, "objective": objective}))
+    assert rec.label.startswith(objective)
+    assert {name for name, c in calls.items() if c} == USES[objective]
+    loss_calls = calls["distill_loss"] or calls["weighted_ce"]
+    assert len(loss_calls) in ((0,) if objective == "vanilla" else (rec.method_info["train_steps"],))
+    if calls["smooth"]:
+        d = calls["smooth"][0][1]  # one exponent per training example
+        if objective == "rmc":
+            assert d.min().item() == pytest.approx(0.5) and d.max().item() == pytest.approx(1.0)
+        else:
+            assert torch.all(d == (1.0 if objective == "distil" else 0.9))
     assert rec.sparsity["sparsity"] == pytest.approx(0.4, abs=1e-3)
     assert rec.method_info["teacher"].startswith("finetune-")
     if objective == "rmc":

@@ -120,9 +120,36 @@ def test_random_ticket_copies_the_robust_tickets_per_matrix_sparsity(runner, run
     assert int(m.sum()) == 3
 
 
-def test_ticket_is_retrained_from_the_pretrained_weights(runner, run_spec):
-    cand = runner.candidate(_ctx(runner, run_spec, ticket="imp")[0])
-    assert cand.info["retrain_steps"] > 0 and "mask_from" in cand.info
+def test_ticket_is_retrained_from_the_pretrained_weights(runner, run_spec, tiny_bert, monkeypatch):
+    """The IMP-ticket control: IMP's own mask, put on the pre-trained weights (not the
+    fine-tuned or IMP-trained ones) when retraining starts."""
+    import methods.robust_tickets as rt
+    from bench.backbone import load_classifier
+    from bench.masking import prunable_linears
+
+    at_start: dict[str, torch.Tensor] = {}
+    real_train = rt.train
+
+    def spy(model, *a, **kw):
+        if kw.get("desc") == "ticket retrain":
+            at_start.update({k: v.detach().clone() for k, v in model.state_dict().items()})
+            at_start.update({f"{n}.weight": lin.weight.detach().clone() for n, lin in prunable_linears(model).items()})
+        return real_train(model, *a, **kw)
+
+    monkeypatch.setattr(rt, "train", spy)
+    spec, _ = _ctx(runner, run_spec, ticket="imp")
+    cand = runner.candidate(spec)
+    imp = runner.candidate(run_spec("imp", task="sent_synth", sparsity=0.5, params=RobustTicketsParams(**P).recipe()))
+    assert cand.info["mask_from"] == imp.lineage["key"]
+    assert imp.masks.keys() == cand.masks.keys() and all(torch.equal(cand.masks[k], imp.masks[k]) for k in imp.masks)
+    pre = load_classifier(resolve(str(tiny_bert)), 2, seed=0).state_dict()
+    checked = 0
+    for name, w in pre.items():
+        mask = imp.masks.get(name.removesuffix(".weight")) if name.endswith("weight") else None
+        assert torch.equal(at_start[name], w * mask if mask is not None else w), name
+        checked += mask is not None
+    assert checked == len(imp.masks) > 0
+    assert cand.info["retrain_steps"] > 0
     assert cand.sparsity.sparsity == pytest.approx(0.5, abs=1e-3)
 
 

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from bench.backbone import load_classifier, resolve
+from bench.data import sha256_file
 from bench.errors import BenchError
 from bench.runner import RunSpec
 from methods.srnet import mix_ood, rewound
@@ -79,11 +80,19 @@ def test_rewinding_restores_the_pretrained_values_exactly_under_the_mask(runner,
     assert ticket.info["train_steps"] > 0
 
 
-def test_pretrained_paradigm_trains_the_head_and_masks_the_encoder(runner, run_spec):
+def test_pretrained_paradigm_trains_the_head_and_masks_the_encoder(runner, run_spec, tiny_bert):
     cand = runner.candidate(run_spec("srnet", sparsity=0.5, params={**P, "paradigm": "pretrained"}))
     assert "start_model" not in cand.info
     assert not any("classifier" in k or "pooler" in k for k in cand.masks)
     assert cand.sparsity.sparsity == 0.5
+    pre = load_classifier(resolve(str(tiny_bert)), 3, seed=0).state_dict()
+    for name, w in cand.model.state_dict().items():
+        if "classifier" in name or "pooler" in name:
+            continue
+        mask = cand.masks.get(_module(name)) if name.endswith("weight") else None
+        assert torch.equal(w, pre[name] * mask if mask is not None else pre[name]), name  # masked, never trained
+    head = cand.model.state_dict()["classifier.weight"]
+    assert not torch.equal(head, pre["classifier.weight"])  # the random head was trained
 
 
 def _mnli_dir(root: Path) -> Path:
@@ -119,9 +128,10 @@ def test_ood_information_mode_never_reads_an_ood_test_file(runner, tiny_bert, tm
                    sparsity=0.5, params={**P, "ood_mix": 0.5})
     cand = runner.candidate(spec)
     assert cand.info["ood_train_examples"] == 20
-    assert cand.info["ood_train"]["sha256"] == {"hans/hans_train.jsonl": cand.info["ood_train"]["sha256"]["hans/hans_train.jsonl"]}
-    with pytest.raises((BenchError, PermissionError)):
+    assert cand.info["ood_train"]["sha256"] == {"hans/hans_train.jsonl": sha256_file(data / "hans/hans_train.jsonl")}
+    with pytest.raises((BenchError, PermissionError)) as err:
         runner.run(spec)  # judging it is what needs the test file
+    assert "unreadable OOD test file" in str(err.value)  # the guard, not some other failure
 
 
 def test_ood_mix_labels_hans_non_entailment_as_neutral_and_cycles_small_sets():

@@ -112,16 +112,49 @@ def test_harness_and_textattack_attacker_agree_example_by_example(runner, attack
     assert {r for r, _ in theirs} != {"skipped"}  # something was really attacked
 
 
-def test_pair_tasks_perturb_only_the_hypothesis(runner, tiny_bert):
+@pytest.mark.parametrize("recipe", ["textfooler", "textbugger"])
+def test_pair_tasks_perturb_only_the_hypothesis(recipe):
+    """Against a model whose output hangs on every character of both sentences (so an attack
+    that may touch the premise will), the premise comes back untouched in every result, and
+    some successful attack did change the hypothesis (so the check is not vacuous)."""
+    import zlib
+
+    import numpy as np
+
+    from bench.registry import TASKS
+    from suites.adversarial import _input
+    from suites.adversarial.recipes import Sources, build
+    from suites.adversarial.resources import textattack
+
+    ta = textattack()
+
+    class Fickle(ta.models.wrappers.ModelWrapper):
+        model = None
+
+        def __call__(self, texts):
+            hashes = [zlib.crc32("|".join(t).encode()) for t in texts]
+            return np.array([[h % 7, (h >> 3) % 7, (h >> 6) % 7] for h in hashes], dtype=float)
+
+    attack = build(recipe, Fickle(), Sources(Path(DATA) if DATA else None), pair=True).attack
+    examples = TASKS.get("nli_synth").load(None).test[:8]
+    results = [(ex, attack.attack(_input(ex, pair=True), ex.label)) for ex in examples]
+    columns = lambda res: dict(zip(res.perturbed_result.attacked_text.column_labels,  # noqa: E731
+                                   res.perturbed_result.attacked_text.tokenizer_input, strict=True))
+    for ex, res in results:
+        assert columns(res)["premise"] == ex.text_a
+    changed = [res for ex, res in results if type(res).__name__ == "SuccessfulAttackResult"
+               and columns(res)["hypothesis"] != ex.text_b]
+    assert changed, [type(r).__name__ for _, r in results]
+
+
+def test_pair_tasks_record_the_hypothesis_as_the_attacked_text(runner, tiny_bert):
     spec = RunSpec("finetune", "textfooler", task="nli_synth", backbone=str(tiny_bert), max_examples=60,
                    params=FT, data_dir=DATA, suite_params={"n": 6})
     rec = runner.run(spec)
     assert rec.details["recipes"]["textfooler"]["settings"]["hypothesis_only"] is True
-    task = runner.task_data(spec)
-    premises = {e.uid: e.text_a for e in task.test}
+    hypotheses = {e.uid: e.text_b for e in runner.task_data(spec).test}
     rows = [json.loads(ln) for ln in (runner.out / "records" / rec.predictions).read_text().splitlines()]
-    assert all(r["original"] == next(e.text_b for e in task.test if e.uid == r["uid"]) for r in rows)
-    assert set(premises) >= {r["uid"] for r in rows}
+    assert len(rows) == 6 and all(r["original"] == hypotheses[r["uid"]] for r in rows)
 
 
 @pytest.mark.parametrize(
