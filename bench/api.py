@@ -99,6 +99,11 @@ class Method(ABC):
         weighted by their cost relative to a fine-tuning pass: for sweep estimates only."""
         return float(getattr(params, "epochs", 0.0))
 
+    def fixed_examples(self, params: Any) -> int:
+        """Training examples ``build`` processes whatever the training set's size (a one-time
+        distillation, counted as if not yet cached): for sweep estimates only."""
+        return 0
+
     @abstractmethod
     def build(self, ctx: Context, params: Any) -> Candidate: ...
 

@@ -292,8 +292,9 @@ def estimate(job: Job, runner: Runner, throughput: Throughput) -> float | None:
         return None
     if job.kind == "build":
         method = METHODS.get(job.spec.method)
-        epochs = method.epochs(parse_params(method.Params, job.spec.params, f"method '{job.spec.method}'"))
-        return epochs * (n["train"] / throughput.train_per_s + 2 * n["dev"] / throughput.eval_per_s)
+        params = parse_params(method.Params, job.spec.params, f"method '{job.spec.method}'")
+        return (method.epochs(params) * (n["train"] / throughput.train_per_s + 2 * n["dev"] / throughput.eval_per_s)
+                + method.fixed_examples(params) / throughput.train_per_s)
     suite = SUITES.get(job.spec.suite)
     params = parse_params(suite.Params, job.spec.suite_params, f"suite '{suite.name}'") if suite.Params else None
     return suite.examples(n, params) / throughput.eval_per_s

@@ -147,7 +147,7 @@ def table(records: list[Record], references: list[Reference] = ()) -> pd.DataFra
                "target sparsity": "dense" if ref.sparsity is None else f"{ref.sparsity:.0%}"}
         for header, metric, scale, digits in cols:
             row[header] = fmt([ref.metrics.get(metric)], scale, digits)
-        rows.append(row | {"sparsity % (achieved)": "", "non-zero params (M)": "", "seeds": "published"})
+        rows.append(row | {"sparsity % (achieved)": "", "non-zero params (M)": "", "seed(s)": "published"})
     for key in sorted(groups):
         rs = sorted(groups[key], key=lambda r: r.seed)
         row = {"method": _row_label(rs[0]), "target sparsity": _target(rs[0], full)}
@@ -155,7 +155,7 @@ def table(records: list[Record], references: list[Reference] = ()) -> pd.DataFra
             row[header] = fmt([r.metrics.get(metric) for r in rs], scale, digits)
         row["sparsity % (achieved)"] = fmt([r.sparsity["sparsity"] for r in rs], 100.0, 1)
         row["non-zero params (M)"] = fmt([r.sparsity["nonzero_params"] for r in rs], 1e-6, 2)
-        row["seeds"] = ",".join(str(r.seed) for r in rs)
+        row["seed(s)"] = ",".join(str(r.seed) for r in rs)
         rows.append(row)
     return pd.DataFrame(rows)
 

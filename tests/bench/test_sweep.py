@@ -246,3 +246,18 @@ def test_a_cuda_sweep_without_a_gpu_is_refused_before_anything_runs(tmp_path, ca
     assert "jobs failed" not in err  # refused up front, not discovered job by job
     assert not (tmp_path / "out").exists()
     assert main(["sweep", str(spec), "--device", "cuda", "--dry-run", "--out", str(tmp_path / "out")]) == 0
+
+
+def test_the_one_time_distillation_is_in_the_distilled_students_estimate(tmp_path):
+    """A distilled student costs its 1,500 x 48-sentence distillation on top of fine-tuning;
+    the truncated one does not (the estimate once missed it: 4 min estimated, 33 measured)."""
+    from bench.runner import Runner, RunSpec
+    from bench.sweep import Job, Throughput, estimate
+    from methods.distilled import DISTILL_BATCH, DISTILL_STEPS
+
+    runner = Runner(tmp_path, progress=False, log=lambda m: None)
+    tp = Throughput(train_per_s=25.0, eval_per_s=150.0)
+    job = lambda student: Job("j", "build", RunSpec("distilled", "ood", params={"student": student}), ())  # noqa: E731
+    truncated, distilled = estimate(job("truncated"), runner, tp), estimate(job("distilled"), runner, tp)
+    assert truncated is not None and truncated > 0
+    assert distilled == pytest.approx(truncated + DISTILL_STEPS * DISTILL_BATCH / 25.0)

@@ -1,3 +1,7 @@
+from pathlib import Path
+
+import pytest
+
 from bench.records import Record
 from leaderboard.build import build, fmt
 
@@ -99,3 +103,20 @@ def test_sparsity_pattern_heatmap_only_when_matrices_differ(tmp_path):
     assert not list((tmp_path / "a" / "plots").glob("*_pattern.png"))
     md = build([uniform, ticket], markdown=tmp_path / "b" / "LEADERBOARD.md")
     assert (tmp_path / "b" / "plots" / "nli_synth_ood_minilm_pattern.png").is_file() and "_pattern.png)" in md
+
+
+PUBLISHED = sorted((Path(__file__).parents[2] / "leaderboard").rglob("LEADERBOARD.md"))
+
+
+@pytest.mark.parametrize("markdown", PUBLISHED, ids=lambda p: str(p.parent.name))
+def test_each_published_leaderboard_is_what_its_committed_records_build(markdown, tmp_path):
+    """A leaderboard in the repository is only as trustworthy as the records beside it: every
+    committed table must rebuild, cell for cell, from ``<its folder>/records`` (only the
+    "Generated ... on <date>" line may differ)."""
+    from bench.cli import write_leaderboard
+
+    assert any((markdown.parent / "records").glob("*.json")), f"{markdown} has no records beside it"
+    rebuilt = write_leaderboard(markdown.parent, tmp_path / "LEADERBOARD.md").read_text().splitlines()
+    published = markdown.read_text().splitlines()
+    assert len(rebuilt) == len(published)
+    assert [a for a, b in zip(rebuilt, published, strict=True) if a != b and not a.startswith("Generated from")] == []
