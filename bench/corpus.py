@@ -30,7 +30,8 @@ def corpus(data_dir: Path | None, fallback: list[str], exclude: set[str] = froze
             p = data_dir / rel
             if p.is_file():
                 lines = p.read_text(encoding="utf-8").splitlines()[1 if header else 0:]
-                texts += [c for ln in lines for i, c in enumerate(ln.split("\t")) if i in cols and len(c.split()) >= 4]
+                # stripped as the task loaders strip, or a held-out text with a stray space slips past ``exclude``
+                texts += [c.strip() for ln in lines for i, c in enumerate(ln.split("\t")) if i in cols and len(c.split()) >= 4]
                 used.append(rel)
     if not texts:
         texts, used = [t for t in fallback if len(t.split()) >= 2], ["the task's training text"]

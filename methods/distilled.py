@@ -131,7 +131,7 @@ class Distilled(Method):
     Params = DistilledParams
 
     def fixed_examples(self, p: DistilledParams) -> int:
-        """The task-agnostic distillation (1,500 steps of 48 sentences; 33 minutes on 2 cores),
+        """The task-agnostic distillation (1,500 steps of 48 sentences; 34 minutes on 2 cores),
         built once per corpus: a sweep's first distilled job pays it."""
         return DISTILL_STEPS * DISTILL_BATCH if p.student == "distilled" else 0
 

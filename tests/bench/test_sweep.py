@@ -250,7 +250,7 @@ def test_a_cuda_sweep_without_a_gpu_is_refused_before_anything_runs(tmp_path, ca
 
 def test_the_one_time_distillation_is_in_the_distilled_students_estimate(tmp_path):
     """A distilled student costs its 1,500 x 48-sentence distillation on top of fine-tuning;
-    the truncated one does not (the estimate once missed it: 4 min estimated, 33 measured)."""
+    the truncated one does not (the estimate once missed it: 4 min estimated, 34 measured)."""
     from bench.runner import Runner, RunSpec
     from bench.sweep import Job, Throughput, estimate
     from methods.distilled import DISTILL_BATCH, DISTILL_STEPS

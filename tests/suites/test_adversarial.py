@@ -112,14 +112,16 @@ def test_harness_and_textattack_attacker_agree_example_by_example(runner, attack
     assert {r for r, _ in theirs} != {"skipped"}  # something was really attacked
 
 
-@pytest.mark.parametrize("recipe", ["textfooler", "textbugger"])
-def test_pair_tasks_perturb_only_the_hypothesis(recipe):
+@pytest.mark.parametrize("recipe", ["textfooler", "bert_attack", "textbugger"])
+def test_pair_tasks_perturb_only_the_hypothesis(recipe, tiny_bert, tmp_path):
     """Against a model whose output hangs on every character of both sentences (so an attack
     that may touch the premise will), the premise comes back untouched in every result, and
-    some successful attack did change the hypothesis (so the check is not vacuous)."""
+    some successful attack did change the hypothesis (so the check is not vacuous).
+    BERT-Attack proposes words from a tiny random masked LM: any word will do here."""
     import zlib
 
     import numpy as np
+    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
     from bench.registry import TASKS
     from suites.adversarial import _input
@@ -135,7 +137,12 @@ def test_pair_tasks_perturb_only_the_hypothesis(recipe):
             hashes = [zlib.crc32("|".join(t).encode()) for t in texts]
             return np.array([[h % 7, (h >> 3) % 7, (h >> 6) % 7] for h in hashes], dtype=float)
 
-    attack = build(recipe, Fickle(), Sources(Path(DATA) if DATA else None), pair=True).attack
+    tok = AutoTokenizer.from_pretrained(tiny_bert)
+    BertForMaskedLM(BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                               intermediate_size=64)).save_pretrained(tmp_path / "mlm", safe_serialization=True)
+    tok.save_pretrained(tmp_path / "mlm")
+    sources = Sources(Path(DATA) if DATA else None, mlm=str(tmp_path / "mlm"))
+    attack = build(recipe, Fickle(), sources, pair=True).attack
     examples = TASKS.get("nli_synth").load(None).test[:8]
     results = [(ex, attack.attack(_input(ex, pair=True), ex.label)) for ex in examples]
     columns = lambda res: dict(zip(res.perturbed_result.attacked_text.column_labels,  # noqa: E731
