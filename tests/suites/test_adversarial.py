@@ -112,8 +112,20 @@ def test_harness_and_textattack_attacker_agree_example_by_example(runner, attack
     assert {r for r, _ in theirs} != {"skipped"}  # something was really attacked
 
 
+@pytest.fixture
+def tiny_mlm(tiny_bert, tmp_path) -> Path:
+    """A random one-layer masked LM with the tiny BERT's tokenizer: a user-given BERT-Attack MLM."""
+    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+
+    tok = AutoTokenizer.from_pretrained(tiny_bert)
+    BertForMaskedLM(BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                               intermediate_size=64)).save_pretrained(tmp_path / "mlm", safe_serialization=True)
+    tok.save_pretrained(tmp_path / "mlm")
+    return tmp_path / "mlm"
+
+
 @pytest.mark.parametrize("recipe", ["textfooler", "bert_attack", "textbugger"])
-def test_pair_tasks_perturb_only_the_hypothesis(recipe, tiny_bert, tmp_path):
+def test_pair_tasks_perturb_only_the_hypothesis(recipe, tiny_mlm):
     """Against a model whose output hangs on every character of both sentences (so an attack
     that may touch the premise will), the premise comes back untouched in every result, and
     some successful attack did change the hypothesis (so the check is not vacuous).
@@ -121,7 +133,6 @@ def test_pair_tasks_perturb_only_the_hypothesis(recipe, tiny_bert, tmp_path):
     import zlib
 
     import numpy as np
-    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
     from bench.registry import TASKS
     from suites.adversarial import _input
@@ -137,11 +148,7 @@ def test_pair_tasks_perturb_only_the_hypothesis(recipe, tiny_bert, tmp_path):
             hashes = [zlib.crc32("|".join(t).encode()) for t in texts]
             return np.array([[h % 7, (h >> 3) % 7, (h >> 6) % 7] for h in hashes], dtype=float)
 
-    tok = AutoTokenizer.from_pretrained(tiny_bert)
-    BertForMaskedLM(BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                               intermediate_size=64)).save_pretrained(tmp_path / "mlm", safe_serialization=True)
-    tok.save_pretrained(tmp_path / "mlm")
-    sources = Sources(Path(DATA) if DATA else None, mlm=str(tmp_path / "mlm"))
+    sources = Sources(Path(DATA) if DATA else None, mlm=str(tiny_mlm))
     attack = build(recipe, Fickle(), sources, pair=True).attack
     examples = TASKS.get("nli_synth").load(None).test[:8]
     results = [(ex, attack.attack(_input(ex, pair=True), ex.label)) for ex in examples]
@@ -200,17 +207,10 @@ def test_a_task_without_a_test_split_is_an_error(runner, attack_spec, monkeypatc
         runner.run(attack_spec())
 
 
-def test_a_user_masked_lm_drives_bert_attack(runner, attack_spec, tmp_path, tiny_bert):
-    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
-
-    tok = AutoTokenizer.from_pretrained(tiny_bert)
-    mlm = BertForMaskedLM(BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1,
-                                     num_attention_heads=2, intermediate_size=64))
-    mlm.save_pretrained(tmp_path / "mlm", safe_serialization=True)
-    tok.save_pretrained(tmp_path / "mlm")
-    rec = runner.run(attack_spec("bert_attack", mlm=str(tmp_path / "mlm"), n=4))
+def test_a_user_masked_lm_drives_bert_attack(runner, attack_spec, tiny_mlm):
+    rec = runner.run(attack_spec("bert_attack", mlm=str(tiny_mlm), n=4))
     used = {r["role"]: r for r in rec.details["recipes"]["bert_attack"]["resources"]}
-    assert used["mlm"]["kind"] == "user" and used["mlm"]["source"] == str(tmp_path / "mlm")
+    assert used["mlm"]["kind"] == "user" and used["mlm"]["source"] == str(tiny_mlm)
     assert rec.details["recipes"]["bert_attack"]["settings"]["method"] == "bert-attack"
 
 
