@@ -20,6 +20,7 @@ Schema (``SCHEMA_VERSION`` 1), one object per file under ``<out>/records/``:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -118,7 +119,11 @@ def versions() -> dict[str, str]:
     return out
 
 
+@functools.cache
 def git_state() -> dict[str, str | bool]:
+    """The commit this process runs, read once: a sweep writes records for hours, and a commit
+    or an edit in that time must not be credited with numbers the code loaded at start made
+    (``Runner`` reads it when it is created)."""
     root = Path(__file__).resolve().parent.parent
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
@@ -158,4 +163,4 @@ class Provenance:
     device: dict
     wall_seconds: float
     versions: dict = field(default_factory=versions)
-    git: dict = field(default_factory=git_state)
+    git: dict = field(default_factory=lambda: dict(git_state()))

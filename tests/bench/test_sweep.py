@@ -171,6 +171,11 @@ def test_an_undeclared_requirement_is_refused(tmp_path, cyclic_plugin, run_spec)
     ('[[group]]\nsuite = "ood"\n', "group 1 names no method"),
     ('[[group]\nmethod = "imp"\n', "not valid TOML"),
     ('description = "nothing"\n', "no [[group]] of runs"),
+    ('[estimate.mnlii]\ntrain_per_s = 5\n[[group]]\nmethod = "imp"\nsuite = "ood"\n',
+     "[estimate.mnlii]: unknown task; did you mean 'mnli'?"),
+    ('[estimate.mnli]\ntrain_per_sec = 5\n[[group]]\nmethod = "imp"\nsuite = "ood"\n',
+     "unknown key 'train_per_sec' in [estimate.mnli]; did you mean 'train_per_s'?"),
+    ('[estimate]\neval_per_s = "fast"\n[[group]]\nmethod = "imp"\nsuite = "ood"\n', "[estimate] values must be numbers"),
 ])
 def test_bad_specs_get_one_line_before_anything_runs(tmp_path, capsys, body, message):
     spec = tmp_path / "bad.toml"
@@ -261,3 +266,21 @@ def test_the_one_time_distillation_is_in_the_distilled_students_estimate(tmp_pat
     truncated, distilled = estimate(job("truncated"), runner, tp), estimate(job("distilled"), runner, tp)
     assert truncated is not None and truncated > 0
     assert distilled == pytest.approx(truncated + DISTILL_STEPS * DISTILL_BATCH / 25.0)
+
+
+def test_a_task_s_own_rate_prices_its_jobs_and_the_rest_keep_the_spec_s(tmp_path):
+    """One rate for a whole spec was off by 1.7x on MNLI and 2x on the synthetic tasks."""
+    from bench.runner import Runner, RunSpec
+    from bench.sweep import Job, estimate, load_spec, sizes
+
+    spec = tmp_path / "s.toml"
+    spec.write_text('[estimate]\ntrain_per_s = 20\neval_per_s = 100\n[estimate.nli_synth]\ntrain_per_s = 40\n'
+                    '[[group]]\nmethod = "finetune"\nsuite = "ood"\nparams = { epochs = 2 }\n')
+    tp = load_spec(spec).throughput
+    assert tp.of("nli_synth").train_per_s == 40 and tp.of("nli_synth").eval_per_s == 100
+    assert tp.of("sent_synth").train_per_s == 20
+    runner = Runner(tmp_path, progress=False, log=lambda m: None)
+    job = lambda task: Job("j", "build", RunSpec("finetune", "ood", task=task, params={"epochs": 2}), ())  # noqa: E731
+    for task, train_per_s in (("nli_synth", 40), ("sent_synth", 20)):
+        n = sizes(runner, job(task).spec)
+        assert estimate(job(task), runner, tp) == pytest.approx(2 * (n["train"] / train_per_s + 2 * n["dev"] / 100))

@@ -1,0 +1,23 @@
+"""Provenance: the commit a record names is the code that made its numbers."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from bench import records
+from bench.records import Provenance
+from bench.runner import Runner
+
+
+def test_the_commit_is_read_when_the_runner_starts_not_when_a_record_is_written(monkeypatch, tmp_path: Path):
+    """A sweep writes records for hours; a commit made meanwhile must not be credited with them."""
+    records.git_state.cache_clear()
+    monkeypatch.setattr(records.subprocess, "run", lambda argv, **kw: subprocess.CompletedProcess(
+        argv, 0, stdout="aaaa\n" if argv[1] == "rev-parse" else "", stderr=""))
+    Runner(tmp_path, progress=False)
+    monkeypatch.setattr(records.subprocess, "run", lambda argv, **kw: subprocess.CompletedProcess(
+        argv, 0, stdout="bbbb\n" if argv[1] == "rev-parse" else " M bench/x.py\n", stderr=""))
+    prov = Provenance(config={}, data={}, device={}, wall_seconds=0.0)
+    records.git_state.cache_clear()
+    assert prov.git == {"commit": "aaaa", "dirty": False}
