@@ -169,7 +169,8 @@ class Distilled(Method):
             model = load_classifier(source, len(ctx.task.labels), ctx.seed)
             quality = json.loads((out / "quality.json").read_text())
             info.update(student=f"{keep}-layer student distilled from {ctx.backbone.describe()} on {described} "
-                                f"({len(texts)} sentences)", distillation=quality, student_cache=str(out))
+                                f"({len(texts)} sentences)", distillation=quality,
+                        student_cache=f"$BENCH_CACHE/students/{out.name}")  # no local path in a record
         else:
             path = Path(p.student).expanduser()
             if not (path / "config.json").is_file():

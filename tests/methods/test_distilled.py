@@ -1,5 +1,7 @@
 """Half-depth students: truncated, distilled task-agnostically, or given by the user."""
 
+import json
+
 import pytest
 
 from bench.errors import BenchError
@@ -32,6 +34,7 @@ def test_distilled_student_is_built_once_and_matches_its_label(runner, run_spec,
                                                                                "student": "distilled"}))
     assert other.lineage["key"] != cand.lineage["key"]  # another run, the same cached student
     assert other.info["student_cache"] == cand.info["student_cache"]
+    assert str(tmp_path) not in json.dumps(cand.info)  # a record names no local path
     assert other.info["distillation"] == cand.info["distillation"]
 
 
