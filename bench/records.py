@@ -109,7 +109,10 @@ def load_records(records_dir: Path) -> list[Record]:
     return [load_record(p) for p in sorted(records_dir.glob("*.json"))]
 
 
+@functools.cache
 def versions() -> dict[str, str]:
+    """Package versions, read once per process like ``git_state`` (a ``pip install -U`` during a
+    sweep does not change the code already imported)."""
     out = {"python": platform.python_version()}
     for pkg in PACKAGES:
         try:
@@ -121,9 +124,11 @@ def versions() -> dict[str, str]:
 
 @functools.cache
 def git_state() -> dict[str, str | bool]:
-    """The commit this process runs, read once: a sweep writes records for hours, and a commit
-    or an edit in that time must not be credited with numbers the code loaded at start made
-    (``Runner`` reads it when it is created)."""
+    """The commit this process runs, read once per process: a sweep writes records for hours,
+    and a commit or an edit in that time must not be credited with numbers made by the code
+    loaded at start. ``Runner`` reads it when it is created: in the sweep's process, or in each
+    pool or Ray worker when it starts and imports the code (modules imported lazily later, such
+    as TextAttack's recipes, are the exception)."""
     root = Path(__file__).resolve().parent.parent
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
@@ -162,5 +167,5 @@ class Provenance:
     data: dict
     device: dict
     wall_seconds: float
-    versions: dict = field(default_factory=versions)
+    versions: dict = field(default_factory=lambda: dict(versions()))
     git: dict = field(default_factory=lambda: dict(git_state()))

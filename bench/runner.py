@@ -32,7 +32,15 @@ from bench.errors import BenchError
 from bench.heads import load_pruned
 from bench.masking import bake, check_sparsity, current_masks, sparsity_report
 from bench.params import parse_params
-from bench.records import Provenance, Record, device_info, git_state, load_record, write_atomic
+from bench.records import (
+    Provenance,
+    Record,
+    device_info,
+    git_state,
+    load_record,
+    versions,
+    write_atomic,
+)
 from bench.registry import METHODS, SUITES, TASKS
 from bench.train import TrainParams
 
@@ -92,7 +100,7 @@ class Runner:
         self.log = log
         self._tasks: dict[tuple, TaskData] = {}
         self._dense: dict[tuple, torch.nn.Module] = {}
-        git_state()  # the code's commit now, before hours of runs (records.git_state)
+        git_state(), versions()  # the code's commit and packages now, before hours of runs
 
     # --- data and devices --------------------------------------------------------------------
     def task_data(self, spec: RunSpec) -> TaskData:

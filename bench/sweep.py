@@ -35,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,9 +61,10 @@ class Throughput:
 
     train_per_s: float = 10.0
     eval_per_s: float = 45.0
-    tasks: dict[str, Throughput] = field(default_factory=dict)
+    tasks: dict[str, Throughput] = field(default_factory=dict, hash=False)
 
     def of(self, task: str) -> Throughput:
+        """The rates of ``task``'s own jobs (work that is not the task's keeps the spec's)."""
         return self.tasks.get(task, self)
 
     def describe(self, tasks: set[str]) -> str:
@@ -164,10 +166,10 @@ def _throughput(path: Path, est: dict) -> Throughput:
 
     def numbers(where: str, table: dict) -> dict[str, float]:
         _keys(path, where, table, rates)
-        try:
-            return {k: float(v) for k, v in table.items()}
-        except (TypeError, ValueError) as e:
-            raise _fail(path, f"{where} values must be numbers ({e})") from None
+        for k, v in table.items():
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
+                raise _fail(path, f"{where} {k} = {v!r}: a rate must be a positive number of examples per second")
+        return {k: float(v) for k, v in table.items()}
 
     tasks = {k: v for k, v in est.items() if isinstance(v, dict)}
     for t in tasks:
@@ -319,15 +321,15 @@ def estimate(job: Job, runner: Runner, throughput: Throughput) -> float | None:
     n = sizes(runner, job.spec)
     if n is None:
         return None
-    throughput = throughput.of(job.spec.task)
+    own = throughput.of(job.spec.task)
     if job.kind == "build":
         method = METHODS.get(job.spec.method)
         params = parse_params(method.Params, job.spec.params, f"method '{job.spec.method}'")
-        return (method.epochs(params) * (n["train"] / throughput.train_per_s + 2 * n["dev"] / throughput.eval_per_s)
-                + method.fixed_examples(params) / throughput.train_per_s)
+        return (method.epochs(params) * (n["train"] / own.train_per_s + 2 * n["dev"] / own.eval_per_s)
+                + method.fixed_examples(params) / throughput.train_per_s)  # task-agnostic: the spec's rate
     suite = SUITES.get(job.spec.suite)
     params = parse_params(suite.Params, job.spec.suite_params, f"suite '{suite.name}'") if suite.Params else None
-    return suite.examples(n, params) / throughput.eval_per_s
+    return suite.examples(n, params) / own.eval_per_s
 
 
 def describe_plan(jobs: dict[str, Job], done: set[str], unknown: set[str], runner: Runner,

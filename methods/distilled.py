@@ -170,7 +170,7 @@ class Distilled(Method):
             quality = json.loads((out / "quality.json").read_text())
             info.update(student=f"{keep}-layer student distilled from {ctx.backbone.describe()} on {described} "
                                 f"({len(texts)} sentences)", distillation=quality,
-                        student_cache=f"$BENCH_CACHE/students/{out.name}")  # no local path in a record
+                        student_cache=f"students/{out.name}")  # in bench.corpus.cache_dir(), no local path
         else:
             path = Path(p.student).expanduser()
             if not (path / "config.json").is_file():

@@ -175,7 +175,10 @@ def test_an_undeclared_requirement_is_refused(tmp_path, cyclic_plugin, run_spec)
      "[estimate.mnlii]: unknown task; did you mean 'mnli'?"),
     ('[estimate.mnli]\ntrain_per_sec = 5\n[[group]]\nmethod = "imp"\nsuite = "ood"\n',
      "unknown key 'train_per_sec' in [estimate.mnli]; did you mean 'train_per_s'?"),
-    ('[estimate]\neval_per_s = "fast"\n[[group]]\nmethod = "imp"\nsuite = "ood"\n', "[estimate] values must be numbers"),
+    ('[estimate]\neval_per_s = "fast"\n[[group]]\nmethod = "imp"\nsuite = "ood"\n',
+     "[estimate] eval_per_s = 'fast': a rate must be a positive number"),
+    ('[estimate.mnli]\ntrain_per_s = 0\n[[group]]\nmethod = "imp"\nsuite = "ood"\n',
+     "[estimate.mnli] train_per_s = 0: a rate must be a positive number"),
 ])
 def test_bad_specs_get_one_line_before_anything_runs(tmp_path, capsys, body, message):
     spec = tmp_path / "bad.toml"
@@ -284,3 +287,9 @@ def test_a_task_s_own_rate_prices_its_jobs_and_the_rest_keep_the_spec_s(tmp_path
     for task, train_per_s in (("nli_synth", 40), ("sent_synth", 20)):
         n = sizes(runner, job(task).spec)
         assert estimate(job(task), runner, tp) == pytest.approx(2 * (n["train"] / train_per_s + 2 * n["dev"] / 100))
+    assert "nli_synth: 40 / 100" in tp.describe({"nli_synth"}) and "nli_synth" not in tp.describe({"sent_synth"})
+    # the one-time distillation is the same corpus whatever the task: priced at the spec's rate
+    student = lambda s: Job("j", "build", RunSpec("distilled", "ood", params={"student": s}), ())  # noqa: E731
+    from methods.distilled import DISTILL_BATCH, DISTILL_STEPS
+    assert (estimate(student("distilled"), runner, tp) - estimate(student("truncated"), runner, tp)
+            == pytest.approx(DISTILL_STEPS * DISTILL_BATCH / 20))
