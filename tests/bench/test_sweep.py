@@ -275,6 +275,7 @@ def test_a_task_s_own_rate_prices_its_jobs_and_the_rest_keep_the_spec_s(tmp_path
     """One rate for a whole spec was off by 1.7x on MNLI and 2x on the synthetic tasks."""
     from bench.runner import Runner, RunSpec
     from bench.sweep import Job, estimate, load_spec, sizes
+    from methods.distilled import DISTILL_BATCH, DISTILL_STEPS
 
     spec = tmp_path / "s.toml"
     spec.write_text('[estimate]\ntrain_per_s = 20\neval_per_s = 100\n[estimate.nli_synth]\ntrain_per_s = 40\n'
@@ -290,6 +291,5 @@ def test_a_task_s_own_rate_prices_its_jobs_and_the_rest_keep_the_spec_s(tmp_path
     assert "nli_synth: 40 / 100" in tp.describe({"nli_synth"}) and "nli_synth" not in tp.describe({"sent_synth"})
     # the one-time distillation is the same corpus whatever the task: priced at the spec's rate
     student = lambda s: Job("j", "build", RunSpec("distilled", "ood", params={"student": s}), ())  # noqa: E731
-    from methods.distilled import DISTILL_BATCH, DISTILL_STEPS
     assert (estimate(student("distilled"), runner, tp) - estimate(student("truncated"), runner, tp)
             == pytest.approx(DISTILL_STEPS * DISTILL_BATCH / 20))
