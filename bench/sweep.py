@@ -13,6 +13,8 @@ Spec format (``sweeps/smoke.toml`` is a complete example)::
     description = "..."
     [defaults]                      # any run key; a group's own keys win
     seed = [0, 1, 2]
+    [defaults.sst2]                 # a task's own run keys, where they differ
+    max_examples = 1000
     [estimate]                      # assumed throughput for --dry-run (examples/s)
     train_per_s = 10.0
     eval_per_s = 45.0
@@ -133,18 +135,19 @@ def load_spec(path: Path) -> SweepSpec:
     except tomllib.TOMLDecodeError as e:
         raise _fail(path, f"not valid TOML ({e})") from None
     _keys(path, "the spec", raw, SPEC_KEYS)
-    defaults = raw.get("defaults", {})
-    _keys(path, "[defaults]", defaults, RUN_KEYS)
+    defaults, per_task = _defaults(path, raw.get("defaults", {}))
     groups = []
     for i, g in enumerate(raw.get("group", []), 1):
         _keys(path, f"group {i}", g, RUN_KEYS)
-        merged = {**defaults, **g}
-        for k in ("params", "suite_params"):  # a group adds to the defaults' parameters
-            merged[k] = {**defaults.get(k, {}), **g.get(k, {})}
-        for k in ("method", "suite"):
-            if k not in merged:
-                raise _fail(path, f"group {i} names no {k}")
-        groups.append(merged)
+        for task in _as_list(g.get("task", defaults.get("task", "nli_synth"))):
+            layers = (defaults, per_task.get(task, {}), g)  # a later layer wins, parameters add up
+            merged = {k: v for layer in layers for k, v in layer.items()} | {"task": task}
+            for k in ("params", "suite_params"):
+                merged[k] = {p: v for layer in layers for p, v in layer.get(k, {}).items()}
+            for k in ("method", "suite"):
+                if k not in merged:
+                    raise _fail(path, f"group {i} names no {k}")
+            groups.append(merged)
     if not groups:
         raise _fail(path, "no [[group]] of runs")
     est = raw.get("estimate", {})
@@ -157,6 +160,18 @@ def load_spec(path: Path) -> SweepSpec:
         refs.append(Reference(**r))
     return SweepSpec(path=path, description=str(raw.get("description", "")), groups=groups,
                      throughput=_throughput(path, est), references=refs)
+
+
+def _defaults(path: Path, table: dict) -> tuple[dict, dict[str, dict]]:
+    """``[defaults]``'s run keys, and its ``[defaults.<task>]`` tables: the keys of one task's
+    runs where they differ (SST-2's CPU-sized training subset beside a small embedded task)."""
+    per_task = {k: v for k, v in table.items() if k not in RUN_KEYS and isinstance(v, dict)}
+    _keys(path, "[defaults]", {k: v for k, v in table.items() if k not in per_task}, RUN_KEYS)
+    for t, keys in per_task.items():
+        if t not in TASKS.names():
+            raise _fail(path, f"[defaults.{t}]: unknown task{did_you_mean(t, TASKS.names())}")
+        _keys(path, f"[defaults.{t}]", keys, tuple(k for k in RUN_KEYS if k != "task"))
+    return {k: v for k, v in table.items() if k not in per_task}, per_task
 
 
 def _throughput(path: Path, est: dict) -> Throughput:

@@ -179,6 +179,10 @@ def test_an_undeclared_requirement_is_refused(tmp_path, cyclic_plugin, run_spec)
      "[estimate] eval_per_s = 'fast': a rate must be a positive number"),
     ('[estimate.mnli]\ntrain_per_s = 0\n[[group]]\nmethod = "imp"\nsuite = "ood"\n',
      "[estimate.mnli] train_per_s = 0: a rate must be a positive number"),
+    ('[defaults.sst3]\nmax_examples = 5\n[[group]]\nmethod = "imp"\nsuite = "ood"\n',
+     "[defaults.sst3]: unknown task; did you mean 'sst2'?"),
+    ('[defaults.sst2]\ntask = "mnli"\n[[group]]\nmethod = "imp"\nsuite = "ood"\n',
+     "unknown key 'task' in [defaults.sst2]"),
 ])
 def test_bad_specs_get_one_line_before_anything_runs(tmp_path, capsys, body, message):
     spec = tmp_path / "bad.toml"
@@ -293,3 +297,15 @@ def test_a_task_s_own_rate_prices_its_jobs_and_the_rest_keep_the_spec_s(tmp_path
     student = lambda s: Job("j", "build", RunSpec("distilled", "ood", params={"student": s}), ())  # noqa: E731
     assert (estimate(student("distilled"), runner, tp) - estimate(student("truncated"), runner, tp)
             == pytest.approx(DISTILL_STEPS * DISTILL_BATCH / 20))
+
+
+def test_a_task_s_own_defaults_apply_to_its_runs_only_and_a_group_s_keys_still_win(tmp_path):
+    """SST-2's CPU-sized subset must not change the embedded task's runs (nor their ids)."""
+    spec = tmp_path / "s.toml"
+    spec.write_text('[defaults]\ntask = ["sent_synth", "sst2"]\nmax_examples = 4000\nparams = { lr = 1e-5 }\n'
+                    '[defaults.sst2]\nmax_examples = 1000\nparams = { epochs = 1 }\n'
+                    '[[group]]\nmethod = "finetune"\nsuite = "ood"\n'
+                    '[[group]]\nmethod = "finetune"\nsuite = "ood"\nmax_examples = 50\nparams = { epochs = 3 }\n')
+    got = {(r.task, r.max_examples, tuple(sorted(r.params.items()))) for r in runs(load_spec(spec), check_backbones=False)}
+    assert got == {("sent_synth", 4000, (("lr", 1e-5),)), ("sst2", 1000, (("epochs", 1), ("lr", 1e-5))),
+                   ("sent_synth", 50, (("epochs", 3), ("lr", 1e-5))), ("sst2", 50, (("epochs", 3), ("lr", 1e-5)))}
