@@ -230,3 +230,28 @@ def test_glove_fallback_neighbours_are_other_words():
         neighbours = [emb.index2word(j) for j in emb.nearest_neighbours(emb.word2index(word), 50)]
         assert len(neighbours) == 50 and word not in neighbours
         assert all(w.isalpha() for w in neighbours), neighbours
+
+
+def test_bert_attack_s_lazy_sub_word_swap_equals_textattack_s_and_stops_early(tiny_mlm, monkeypatch):
+    """The harness's BERT-Attack swap proposes exactly TextAttack 0.3.11's candidates (words of
+    one and of three sub-words), but for a 7-piece word it stops after its 8 candidates instead
+    of walking all 8^7 combinations (10 minutes for one SST-2 word)."""
+    from transformers import AutoTokenizer, BertForMaskedLM
+
+    from suites.adversarial.recipes import _lazy_bert_attack_swap
+    from suites.adversarial.resources import textattack
+
+    ta = textattack()
+    mlm, tok = BertForMaskedLM.from_pretrained(tiny_mlm), AutoTokenizer.from_pretrained(tiny_mlm)
+    kw = dict(method="bert-attack", masked_language_model=mlm, tokenizer=tok, max_candidates=8)
+    stock, lazy = ta.transformations.WordSwapMaskedLM(**kw), _lazy_bert_attack_swap(ta)(**kw)
+    text = ta.shared.AttackedText("an unwatchable , overproduced film buoyed by nothing")
+    every = range(len(text.words))
+    got = [t.text for t in lazy._get_transformations(text, every)]
+    assert got == [t.text for t in stock._get_transformations(text, every)]
+    assert {w for t in got for w in t.split()} - set(text.text.split())  # some words were swapped
+    calls = []
+    convert = tok.convert_ids_to_tokens
+    monkeypatch.setattr(tok, "convert_ids_to_tokens", lambda ids, **k: calls.append(1) or convert(ids, **k))
+    long = ta.shared.AttackedText("the ooky-spookies film")
+    assert len(lazy._get_transformations(long, [1])) > 0 and len(calls) < 100
