@@ -63,9 +63,9 @@ def _lazy_bert_attack_swap(ta) -> type:
     For a word the masked LM splits into n sub-words, the stock ``_bert_attack_replacement_words``
     scores every one of the 8^n combinations of the top-8 sub-words, then discards its own sort
     (``sorted(...)`` unassigned) and returns the first 8 one-word combinations in product order.
-    One 7-piece SST-2 word ("ooky-spookies") took 10 minutes. This returns exactly those 8 and stops there (tested
-    equal to the stock method); the unsorted choice, unlike Li et al.'s perplexity ranking, is
-    kept so that every BERT-Attack number stays comparable."""
+    One 7-piece SST-2 word ("ooky-spookies") took 10 minutes. This returns exactly those 8 and
+    stops there (tested equal to the stock method); the unsorted choice, unlike Li et al.'s
+    perplexity ranking, is kept so that every BERT-Attack number stays comparable."""
     import itertools
 
     from textattack.shared import utils
