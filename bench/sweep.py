@@ -166,12 +166,13 @@ def _defaults(path: Path, table: dict) -> tuple[dict, dict[str, dict]]:
     """``[defaults]``'s run keys, and its ``[defaults.<task>]`` tables: the keys of one task's
     runs where they differ (SST-2's CPU-sized training subset beside a small embedded task)."""
     per_task = {k: v for k, v in table.items() if k not in RUN_KEYS and isinstance(v, dict)}
-    _keys(path, "[defaults]", {k: v for k, v in table.items() if k not in per_task}, RUN_KEYS)
+    defaults = {k: v for k, v in table.items() if k not in per_task}
+    _keys(path, "[defaults]", defaults, RUN_KEYS)
     for t, keys in per_task.items():
         if t not in TASKS.names():
             raise _fail(path, f"[defaults.{t}]: unknown task{did_you_mean(t, TASKS.names())}")
         _keys(path, f"[defaults.{t}]", keys, tuple(k for k in RUN_KEYS if k != "task"))
-    return {k: v for k, v in table.items() if k not in per_task}, per_task
+    return defaults, per_task
 
 
 def _throughput(path: Path, est: dict) -> Throughput:
