@@ -1,7 +1,9 @@
 """The two plug-in contracts: a Method makes a Candidate; a Suite judges any Candidate.
 
 Neither side imports the other: both meet only here and in the runner, which finds them
-through the registry.
+through the registry. What a plug-in needs to read a task (``Example``, ``TaskData``) is
+re-exported here, so that a plug-in imports ``bench.api`` and nothing else of the harness's
+insides.
 """
 
 from __future__ import annotations
@@ -15,9 +17,12 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from bench.backbone import Backbone
-from bench.data import TaskData
-from bench.masking import SparsityReport, sparsity_report
+from bench.data.examples import EvalSet, Example, TaskData
+from bench.model.backbone import Backbone
+from bench.model.masking import SparsityReport, sparsity_report
+
+__all__ = ["Candidate", "Context", "EvalSet", "Example", "Method", "Need", "Suite", "SuiteResult", "TaskData",
+           "confreg_teacher"]
 
 
 @dataclass
@@ -32,8 +37,8 @@ class Context:
     precision: str  # "fp32" or "bf16" (autocast)
     # require(Need) -> Candidate: another method's (cached) result, declared by Method.requires
     require: Callable[[Need], Candidate]
-    # parameters of the full standard-CE model for this run's recipe (F_bias reference, teacher)
-    reference_params: dict = field(default_factory=dict)
+    # the full standard-CE model of this run's recipe (the F_bias reference, a teacher)
+    reference: Need | None = None
     progress: bool = True
     suite_params: Any = None  # the suite's Params instance (suites only)
     data_dir: Path | None = None  # the user's data directory (resources such as word lists)
@@ -73,6 +78,7 @@ class Method(ABC):
     Params: ClassVar[type]  # a dataclass; every field is a --param with a default
     sparse: ClassVar[bool] = False  # takes --sparsity
     default_sparsity: ClassVar[float] = 0.5  # when --sparsity is not given
+    reference: ClassVar[bool] = False  # its loss=ce model is what F_bias compares with (one method)
 
     def label(self, params: Any) -> str:
         """The leaderboard row label, e.g. 'finetune (poe)'."""
@@ -88,10 +94,10 @@ class Method(ABC):
         """Reject a parameter / sparsity combination before any work starts (BenchError)."""
         return None
 
-    def requires(self, params: Any, sparsity: float | None, reference: dict) -> list[Need]:
-        """Every candidate ``build`` will ``ctx.require``; ``reference`` holds the parameters of
-        the full standard-CE model (the confidence-regularisation teacher). The runner refuses
-        a ``require`` that is not declared here, so a sweep's plan is never incomplete."""
+    def requires(self, params: Any, sparsity: float | None, reference: Need) -> list[Need]:
+        """Every candidate ``build`` will ``ctx.require``; ``reference`` is the full standard-CE
+        model (the confidence-regularisation teacher). The runner refuses a ``require`` that is
+        not declared here, so a sweep's plan is never incomplete."""
         return confreg_teacher(getattr(params, "loss", None), reference)
 
     def epochs(self, params: Any) -> float:
@@ -108,9 +114,9 @@ class Method(ABC):
     def build(self, ctx: Context, params: Any) -> Candidate: ...
 
 
-def confreg_teacher(loss: str | None, reference: dict) -> list[Need]:
+def confreg_teacher(loss: str | None, reference: Need) -> list[Need]:
     """Confidence regularisation distils from the full standard-CE model (DESIGN section 4)."""
-    return [Need("finetune", None, reference)] if loss == "confreg" else []
+    return [reference] if loss == "confreg" else []
 
 
 @dataclass
@@ -124,9 +130,15 @@ class Suite(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
     Params: ClassVar[type | None] = None  # a dataclass of --suite-param values, or None
+    compares: ClassVar[bool] = False  # compare() needs the reference run's record (F_bias)
 
     @abstractmethod
     def evaluate(self, candidate: Candidate, ctx: Context) -> SuiteResult: ...
+
+    def check(self, params: Any, task: TaskData, data_dir: Path | None) -> None:
+        """Reject parameters that cannot work on this task (BenchError) before anything trains:
+        ``bench run`` and ``bench sweep`` call it for every evaluation once the plan is made."""
+        return None
 
     def fingerprint(self, data_dir: Path | None) -> dict:
         """What, beyond the task's data and the suite's parameters, decides this suite's numbers

@@ -21,8 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench.records import Record
-from bench.sweep import Reference
+from bench.core.records import Record, Reference
 from leaderboard.plot import ATTACKS, heatmap, plot
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.records import Record
+from bench.core.records import Record
 
 ATTACKS = {"textfooler": "TextFooler", "bert_attack": "BERT-Attack", "textbugger": "TextBugger"}
 Row = tuple[str, float | None, list[Record]]  # (leaderboard row label, target sparsity, its records)

@@ -4,7 +4,7 @@ half the backbone's depth, fine-tuned with the task recipe.
 - ``student=truncated``: the backbone's first ``layers`` layers (half by default), the
   "truncated" control of Du et al.
 - ``student=distilled``: a student of that depth distilled task-agnostically from the backbone
-  on unlabelled text available offline (``bench.corpus``: SST-2, AG News and MNLI sentences of
+  on unlabelled text available offline (``bench.data.corpus``: SST-2, AG News and MNLI sentences of
   the data directory, else the task's training text). It starts from every other teacher layer
   (layers 2, 4, 6 of six, as DistilBERT takes every other layer) and the teacher's embeddings,
   and minimises sum_i MSE(h_student^i, h_teacher^(2i)) over the hidden states of its layers
@@ -29,12 +29,14 @@ from typing import ClassVar
 import torch
 
 from bench.api import Candidate, Context, Method
-from bench.backbone import Backbone, _fingerprint, load_classifier, load_tokenizer
-from bench.corpus import cache_dir, corpus, held_out_texts
+from bench.core.atomic import atomic_dir
+from bench.data.corpus import cache_dir, corpus, held_out_texts
 from bench.errors import BenchError
-from bench.losses import ce
+from bench.model.backbone import Backbone, _fingerprint, load_classifier, load_tokenizer
+from bench.model.losses import ce
+from bench.model.train import TrainParams, train
 from bench.registry import METHODS
-from bench.train import TrainParams, train
+from methods.kit import truncate
 
 DISTILL_STEPS = 1500
 DISTILL_BATCH = 48
@@ -62,11 +64,6 @@ def _corpus(task, data_dir) -> tuple[list[str], str, str]:
     """(texts, description, sha256) of the distillation corpus for this task."""
     texts, described = corpus(data_dir, [t for e in task.train for t in (e.text_a, e.text_b) if t], held_out_texts(task))
     return texts, described, hashlib.sha256("\n".join(texts).encode()).hexdigest()
-
-
-def truncate(model, keep: int) -> None:
-    model.base_model.encoder.layer = model.base_model.encoder.layer[:keep]
-    model.config.num_hidden_layers = keep
 
 
 def distill_student(bb: Backbone, keep: int, texts: list[str], out: Path, progress: bool = False) -> dict:
@@ -116,11 +113,10 @@ def distill_student(bb: Backbone, keep: int, texts: list[str], out: Path, progre
         cos = torch.nn.functional.cosine_similarity(s[real], t[real], dim=-1).mean().item()
     quality = {"held_out_cosine_final_layer": cos, "mapping": mapping, "steps": DISTILL_STEPS,
                "seconds": round(time.time() - t0, 1), "train_sentences": len(train_texts)}
-    tmp = out.with_name(out.name + ".tmp")
-    student.save_pretrained(tmp, safe_serialization=True)
-    tok.save_pretrained(tmp)
-    (tmp / "quality.json").write_text(json.dumps(quality, indent=1))
-    tmp.rename(out)
+    with atomic_dir(out) as tmp:
+        student.save_pretrained(tmp, safe_serialization=True)
+        tok.save_pretrained(tmp)
+        (tmp / "quality.json").write_text(json.dumps(quality, indent=1))
     return quality
 
 
@@ -170,7 +166,7 @@ class Distilled(Method):
             quality = json.loads((out / "quality.json").read_text())
             info.update(student=f"{keep}-layer student distilled from {ctx.backbone.describe()} on {described} "
                                 f"({len(texts)} sentences)", distillation=quality,
-                        student_cache=f"students/{out.name}")  # in bench.corpus.cache_dir(), no local path
+                        student_cache=f"students/{out.name}")  # in bench.data.corpus.cache_dir(), no local path
         else:
             path = Path(p.student).expanduser()
             if not (path / "config.json").is_file():
@@ -181,9 +177,8 @@ class Distilled(Method):
             if _depth(model) > teacher_depth:
                 raise BenchError(f"student {path.name} has {_depth(model)} layers, more than the {teacher_depth}-layer backbone")
             info["student"] = f"{path.name} ({_depth(model)} layers), given by the user"
-        result = train(model, tok, ctx, TrainParams(loss="ce", **{k: getattr(p, k) for k in (
-            "epochs", "lr", "batch_size", "warmup_ratio", "weight_decay", "eval_every", "max_grad_norm")}),
-            lambda logits, y, idx: ce(logits, y), desc=f"{p.student} student")
+        result = train(model, tok, ctx, TrainParams(loss="ce", **p.recipe()), lambda logits, y, idx: ce(logits, y),
+                       desc=f"{p.student} student")
         info.update(layers=_depth(model), teacher_layers=teacher_depth, best_step=result.best_step,
                     best_dev=result.best_dev, train_steps=result.steps, train_seconds=result.seconds, history=result.history)
         return Candidate(model=model, tokenizer=tok, lineage={}, info=info)

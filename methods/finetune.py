@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bench.api import Candidate, Context, Method
-from bench.backbone import load_classifier, load_tokenizer
 from bench.errors import BenchError
-from bench.objectives import make_loss
+from bench.model.backbone import load_classifier, load_tokenizer
+from bench.model.objectives import make_loss
+from bench.model.train import TrainParams, train
 from bench.registry import METHODS
-from bench.train import TrainParams, train
 
 
 @dataclass
@@ -32,6 +32,7 @@ class Finetune(Method):
     name = "finetune"
     description = "dense fine-tuning with loss ce | poe | reweight | confreg (the full-model reference)"
     Params = FinetuneParams
+    reference = True  # its loss=ce model is every F_bias reference and the confreg teacher
 
     def build(self, ctx: Context, params: FinetuneParams) -> Candidate:
         tok = load_tokenizer(ctx.backbone)

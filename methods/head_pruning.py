@@ -3,7 +3,7 @@
 
 On the fine-tuned full model, a gate xi_{l,h} = 1 multiplies every head's output; a head's
 importance is E|dL/dxi_{l,h}| over the training data (CE loss, |gradient| summed per batch,
-``bench.heads``). The least important ``fraction`` of all heads (20 % by default: 28 of 144 in
+``bench.model.heads``). The least important ``fraction`` of all heads (20 % by default: 28 of 144 in
 BERT-base, 14 of 72 in MiniLM-L6) is removed at once (``schedule=one_shot``), or in ``rounds``
 equal steps with importance measured again between them with the removed heads gated to 0
 (``iterative``, as Michel et al. section 5). The heads are then physically removed (rows of Q,
@@ -21,14 +21,15 @@ from typing import ClassVar, Literal
 import torch
 
 from bench.api import Candidate, Context, Method, Need
-from bench.backbone import load_tokenizer
-from bench.data import stratified_sample
+from bench.data.examples import stratified_sample
 from bench.errors import BenchError
-from bench.heads import HeadGates, heads_to_prune, remove_heads
-from bench.losses import ce
-from bench.predict import autocast, collate, encode
+from bench.model.backbone import load_tokenizer
+from bench.model.heads import HeadGates, heads_to_prune, remove_heads
+from bench.model.losses import ce
+from bench.model.predict import autocast, collate, encode
+from bench.model.train import TrainParams, train
 from bench.registry import METHODS
-from bench.train import TrainParams, train
+from methods.kit import finetuned
 
 
 @dataclass
@@ -50,9 +51,6 @@ class HeadPruningParams(TrainParams):
         if self.rounds < 1 or self.importance_examples < 0:
             raise BenchError("rounds must be at least 1 and importance_examples at least 0")
 
-    def recipe(self) -> dict:
-        return {k: getattr(self, k) for k in ("epochs", "lr", "batch_size", "warmup_ratio", "weight_decay",
-                                              "eval_every", "max_grad_norm")}
 
 
 def head_importance(model, tokenizer, ctx: Context, gates: HeadGates, batch_size: int, limit: int = 0) -> torch.Tensor:
@@ -83,14 +81,14 @@ class HeadPruning(Method):
     def label(self, p: HeadPruningParams) -> str:
         return f"head pruning {p.fraction:.0%} ({p.schedule.replace('_', '-')})"
 
-    def requires(self, p: HeadPruningParams, sparsity: float | None, reference: dict) -> list[Need]:
-        return [Need("finetune", None, p.recipe())]  # the fine-tuned model whose heads are scored
+    def requires(self, p: HeadPruningParams, sparsity: float | None, reference: Need) -> list[Need]:
+        return [finetuned(p.recipe())]  # the fine-tuned model whose heads are scored
 
     def epochs(self, p: HeadPruningParams) -> float:
         return p.epochs + (p.rounds if p.schedule == "iterative" else 1)  # importance: forward + backward
 
     def build(self, ctx: Context, p: HeadPruningParams) -> Candidate:
-        start = ctx.require(Need("finetune", None, p.recipe()))
+        start = ctx.require(finetuned(p.recipe()))
         model = copy.deepcopy(start.model)
         tok = load_tokenizer(ctx.backbone)
         gates = HeadGates(model)

@@ -38,14 +38,13 @@ import torch
 import torch.nn.functional as F
 
 from bench.api import Candidate, Context, Method, Need
-from bench.backbone import load_classifier, load_tokenizer
 from bench.errors import BenchError
-from bench.masking import apply_masks, check_sparsity, magnitude_masks
-from bench.predict import predict_logits
+from bench.model.backbone import load_classifier, load_tokenizer
+from bench.model.masking import check_sparsity
+from bench.model.predict import predict_logits
+from bench.model.train import TrainParams, train
 from bench.registry import METHODS
-from bench.train import TrainParams, train
-from methods.distilled import truncate
-from methods.imp import prune_schedule
+from methods.kit import IMPHook, finetuned, truncate
 
 TASK_ALPHA = {"mnli": 0.5, "mnli_full": 0.5, "nli_synth": 0.5, "fever": 0.3, "qqp": 0.2}
 EPS = 1e-12
@@ -125,10 +124,6 @@ class RMCParams(TrainParams):
             raise BenchError(f"sparsities must be numbers separated by ':', got '{self.sparsities}'") from e
         return [check_sparsity(s) for s in values]
 
-    def recipe(self) -> dict:
-        return {k: getattr(self, k) for k in ("epochs", "lr", "batch_size", "warmup_ratio", "weight_decay",
-                                              "eval_every", "max_grad_norm")}
-
 
 @METHODS.register("rmc")
 class RMC(Method):
@@ -148,8 +143,8 @@ class RMC(Method):
         if p.student == "truncated" and sparsity:
             raise BenchError("student=truncated is a dense, smaller model: pass --sparsity 0")
 
-    def requires(self, p: RMCParams, sparsity: float | None, reference: dict) -> list[Need]:
-        teacher = [Need("finetune", None, p.recipe())]
+    def requires(self, p: RMCParams, sparsity: float | None, reference: Need) -> list[Need]:
+        teacher = [finetuned(p.recipe())]
         return teacher + ([Need("imp", s, p.recipe()) for s in p.stage1()] if p.objective == "rmc" else [])
 
     def epochs(self, p: RMCParams) -> float:
@@ -160,7 +155,7 @@ class RMC(Method):
         tok = load_tokenizer(ctx.backbone)
         task = ctx.task
         y = torch.tensor([e.label for e in task.train])
-        teacher = ctx.require(Need("finetune", None, p.recipe()))
+        teacher = ctx.require(finetuned(p.recipe()))
         t_logits = torch.tensor(predict_logits(teacher.model, teacher.tokenizer, task.train, task.max_length,
                                                ctx.device, ctx.precision))
         p_t = torch.softmax(t_logits, -1)
@@ -227,14 +222,5 @@ class RMC(Method):
                 raise BenchError(f"student_layers={keep} is more than the teacher's {len(layers)} layers")
             truncate(model, keep)
             return model, None, lambda step: True, {"student": f"first {keep} of {len(layers)} layers"}
-        sparsity = check_sparsity(ctx.sparsity or 0.0)
-        steps: dict[int, float] = {}
-
-        def on_step(step: int, total: int) -> None:
-            if not steps:
-                steps.update(prune_schedule(sparsity, total))
-            if step in steps:
-                apply_masks(model, magnitude_masks(model, steps[step]))
-
-        last = lambda: max(steps) if steps else -1  # noqa: E731
-        return model, on_step, lambda s: s > last(), {"student": f"IMP to {sparsity:.0%} during distillation"}
+        hook = IMPHook(model, ctx.sparsity)
+        return model, hook.on_step, hook.select_from, {"student": f"IMP to {ctx.sparsity:.0%} during distillation"}

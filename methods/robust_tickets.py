@@ -2,7 +2,7 @@
 
 Zheng et al., "Robust Lottery Tickets for Pre-trained Language Models", ACL 2022 (DESIGN
 section 4). From the fine-tuned model, with every weight frozen, a hard-concrete gate per
-prunable weight (``bench.masking.HardConcreteMask``; log_alpha learned, beta = 2/3, gamma =
+prunable weight (``bench.model.masking.HardConcreteMask``; log_alpha learned, beta = 2/3, gamma =
 -0.1, zeta = 1.1) is trained on
 
     L = L_adv + lambda * E[L0],   E[L0] = mean_w sigmoid(log_alpha_w - beta log(-gamma / zeta))
@@ -40,20 +40,20 @@ from typing import ClassVar, Literal
 import torch
 
 from bench.api import Candidate, Context, Method, Need
-from bench.backbone import load_classifier, load_tokenizer
 from bench.errors import BenchError
-from bench.losses import ce
-from bench.masking import (
+from bench.model.backbone import load_classifier, load_tokenizer
+from bench.model.losses import ce
+from bench.model.masking import (
     HardConcreteMask,
     apply_masks,
-    check_sparsity,
     draw_ticket,
     l0_penalty,
     prunable_linears,
 )
-from bench.predict import autocast
+from bench.model.predict import autocast
+from bench.model.train import TrainParams, total_steps, train
 from bench.registry import METHODS
-from bench.train import TrainParams, total_steps, train
+from methods.kit import finetuned
 
 
 @dataclass
@@ -141,8 +141,6 @@ class RobustTicketsParams(TrainParams, FreeLBParams):
             if not (math.isfinite(getattr(self, name)) and getattr(self, name) > 0):
                 raise BenchError(f"{name} must be a positive finite number")
 
-    def recipe(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(TrainParams) if f.name != "loss"}
 
 
 @METHODS.register("robust_tickets")
@@ -155,7 +153,7 @@ class RobustTickets(Method):
     def label(self, p: RobustTicketsParams) -> str:
         return {"robust": "robust ticket", "random": "random ticket", "imp": "IMP ticket"}[p.ticket] + " (retrained, ce)"
 
-    def requires(self, p: RobustTicketsParams, sparsity: float | None, reference: dict) -> list[Need]:
+    def requires(self, p: RobustTicketsParams, sparsity: float | None, reference: Need) -> list[Need]:
         return [_source(p, sparsity)]
 
     def epochs(self, p: RobustTicketsParams) -> float:
@@ -163,7 +161,7 @@ class RobustTickets(Method):
         return search + p.retrain_epochs
 
     def build(self, ctx: Context, p: RobustTicketsParams) -> Candidate:
-        sparsity = check_sparsity(ctx.sparsity or 0.0)
+        sparsity = ctx.sparsity
         if p.ticket == "robust":
             masks, info, _ = self.search(ctx, p, sparsity)
         elif p.ticket == "random":
@@ -244,7 +242,7 @@ def _source(p: RobustTicketsParams, sparsity: float | None) -> Need:
         return Need("robust_tickets", sparsity, {**dataclasses.asdict(p), "ticket": "robust"})
     if p.ticket == "imp":
         return Need("imp", sparsity, p.recipe())
-    return Need("finetune", None, p.recipe())
+    return finetuned(p.recipe())
 
 
 def random_like(masks: dict[str, torch.Tensor], seed: int) -> dict[str, torch.Tensor]:

@@ -3,7 +3,7 @@
 Liu et al., "A Win-win Deal: Towards Sparse and Robust Pre-trained Language Models",
 NeurIPS 2022 (DESIGN section 4). The weights stay frozen; every prunable matrix gets a
 real-valued score per weight and the binary mask m = [score >= phi] with a straight-through
-gradient (``bench.masking.ScoreMask``). phi is reset at every evaluation so that each matrix
+gradient (``bench.model.masking.ScoreMask``). phi is reset at every evaluation so that each matrix
 meets its sparsity exactly. The mask is trained with any loss of the core (``ce``, ``poe``,
 ``reweight``, ``confreg``).
 
@@ -53,23 +53,21 @@ import torch
 from torch.nn.utils import parametrize
 
 from bench.api import Candidate, Context, Method, Need, confreg_teacher
-from bench.backbone import load_classifier, load_tokenizer
-from bench.data import Example, TaskData
+from bench.data.examples import Example, TaskData
 from bench.errors import BenchError, MissingData
-from bench.losses import LOSSES
-from bench.masking import (
+from bench.model.backbone import load_classifier, load_tokenizer
+from bench.model.losses import LOSSES
+from bench.model.masking import (
     HEAD,
     ScoreMask,
     apply_masks,
-    check_sparsity,
     cubic_sparsity,
     prunable_linears,
 )
-from bench.objectives import make_loss
+from bench.model.objectives import make_loss
+from bench.model.train import TrainParams, total_steps, train
 from bench.registry import METHODS
-from bench.train import TrainParams, total_steps, train
-
-RECIPE = [f.name for f in dataclasses.fields(TrainParams) if f.name != "loss"]
+from methods.kit import finetuned
 
 
 @dataclass
@@ -115,8 +113,6 @@ class SRNetParams(TrainParams):
         if self.alpha <= 1 or self.phi <= 0:
             raise BenchError("hard init needs alpha > 1 and phi > 0 (scores alpha*phi above the threshold phi)")
 
-    def recipe(self) -> dict:
-        return {k: getattr(self, k) for k in RECIPE}
 
 
 def attach_score_masks(model, init: str, sparsity: float, heads: bool, alpha: float = 2.0, phi: float = 0.01) -> list[ScoreMask]:
@@ -183,7 +179,7 @@ class SRNet(Method):
         if p.schedule == "gradual" and p.init_sparsity > (sparsity or 0.0):
             raise BenchError(f"gradual schedule: final sparsity {sparsity} is below init_sparsity {p.init_sparsity}")
 
-    def requires(self, p: SRNetParams, sparsity: float | None, reference: dict) -> list[Need]:
+    def requires(self, p: SRNetParams, sparsity: float | None, reference: Need) -> list[Need]:
         if p.paradigm == "rewind":
             return [_found(p, sparsity)] + confreg_teacher(p.retrain_loss, reference)
         start = [_start(p)] if p.paradigm == "finetuned" else []
@@ -193,8 +189,7 @@ class SRNet(Method):
         return p.epochs if p.paradigm == "rewind" else p.mask_epochs
 
     def build(self, ctx: Context, p: SRNetParams) -> Candidate:
-        sparsity = check_sparsity(ctx.sparsity or 0.0)
-        self.check(p, sparsity)
+        sparsity = ctx.sparsity
         if p.paradigm == "rewind":
             return self._rewind(ctx, p, sparsity)
         tok = load_tokenizer(ctx.backbone)
@@ -269,7 +264,7 @@ class SRNet(Method):
 
 def _start(p: SRNetParams) -> Need:
     """The fine-tuned model (or its checkpoint at ``start_step``) the masks are trained on."""
-    return Need("finetune", None, {"loss": p.start_loss, "checkpoint_step": p.start_step, **p.recipe()})
+    return finetuned(p.recipe(), p.start_loss, p.start_step)
 
 
 def _found(p: SRNetParams, sparsity: float | None) -> Need:

@@ -4,35 +4,55 @@ Parts: ``hans`` (MNLI and the synthetic NLI task; 3-way predictions collapsed to
 entailment / non-entailment, reported overall and per heuristic x gold label), ``paws``
 (PAWS-QQP and PAWS-Wiki, weighted F1 and accuracy) and ``fever_symm`` (Symm v1 and v2).
 F_bias (Du et al. 2023) pools the sets of one pool: FEVER pools Symm1+2, QQP pools PAWS.
+``--suite-param pools=hans`` judges one pool only (a parameter, not another suite, so that one
+evaluation has one run id).
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from bench.api import Candidate, Context, Suite, SuiteResult
 from bench.errors import BenchError
 from bench.metrics import accuracy, cells, collapse, f_bias, id_metric
-from bench.predict import predict_logits
+from bench.model.predict import predict_logits
 from bench.registry import SUITES
 
 
-class OODSuite(Suite):
+@dataclass
+class OODParams:
+    pools: str = ""  # comma-separated F_bias pools to judge (hans, paws, fever_symm); "" = every OOD set
+
+    def chosen(self) -> list[str]:
+        return [p.strip() for p in self.pools.split(",") if p.strip()]
+
+
+def _sets(task, p: OODParams | None):
+    chosen = p.chosen() if p else []
+    sets = [s for s in task.ood.values() if not chosen or s.pool in chosen]
+    if not sets:
+        have = sorted({s.pool for s in task.ood.values()})
+        raise BenchError(f"suite 'ood' has no OOD set{' in pools ' + ','.join(chosen) if chosen else ''} for task "
+                         f"'{task.name}' (its pools: {', '.join(have) or 'none'})")
+    return sets
+
+
+@SUITES.register("ood")
+class OOD(Suite):
     name = "ood"
     description = "ID test metric, every OOD set of the task (HANS cells, PAWS, FEVER-Symm) and F_bias"
-    pools: ClassVar[tuple[str, ...] | None] = None  # None: every OOD set of the task
+    Params = OODParams
+    compares = True
 
-    def _sets(self, ctx: Context):
-        sets = [s for s in ctx.task.ood.values() if self.pools is None or s.pool in self.pools]
-        if not sets:
-            raise BenchError(f"suite '{self.name}' has no OOD set for task '{ctx.task.name}'")
-        return sets
+    def check(self, params: OODParams | None, task, data_dir: Path | None) -> None:
+        _sets(task, params)
 
     def evaluate(self, candidate: Candidate, ctx: Context) -> SuiteResult:
         task = ctx.task
-        sets = self._sets(ctx)
+        sets = _sets(task, ctx.suite_params)
         run = lambda exs: predict_logits(  # noqa: E731
             candidate.model, candidate.tokenizer, exs, task.max_length, ctx.device, ctx.precision
         )
@@ -92,29 +112,3 @@ def _rows(name: str, examples, logits: np.ndarray, pred: np.ndarray) -> list[dic
         {"set": name, "uid": e.uid, "gold": e.label, "pred": int(q), "group": e.group, "logits": [round(float(v), 4) for v in lg]}
         for e, lg, q in zip(examples, logits, pred, strict=True)
     ]
-
-
-@SUITES.register("ood")
-class OOD(OODSuite):
-    pass
-
-
-@SUITES.register("hans")
-class HANS(OODSuite):
-    name = "hans"
-    description = "HANS (or the synthetic HANS-like set): overall, per heuristic x gold label, F_bias"
-    pools = ("hans",)
-
-
-@SUITES.register("paws")
-class PAWS(OODSuite):
-    name = "paws"
-    description = "PAWS-QQP and PAWS-Wiki for QQP: weighted F1, accuracy, pooled F_bias"
-    pools = ("paws",)
-
-
-@SUITES.register("fever_symm")
-class FeverSymm(OODSuite):
-    name = "fever_symm"
-    description = "FEVER-Symmetric v1 and v2: accuracy, pooled F_bias"
-    pools = ("fever_symm",)

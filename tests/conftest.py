@@ -33,20 +33,20 @@ def tiny_bert(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def run_spec(tiny_bert, tmp_path):
-    """RunSpec factory for the tiny backbone on 40 synthetic examples per split."""
-    from bench.runner import RunSpec
+    """A resolved RunSpec for the tiny backbone on 40 synthetic examples per split."""
+    from bench.spec.run import RunSpec, resolve
 
     def make(method: str = "finetune", suite: str = "ood", **kw) -> RunSpec:
         kw.setdefault("params", {"epochs": 2, "batch_size": 8})
         kw.setdefault("max_examples", 40)
-        return RunSpec(method=method, suite=suite, backbone=str(tiny_bert), **kw)
+        return resolve(method, suite, backbone=str(tiny_bert), **kw)
 
     return make
 
 
 @pytest.fixture
 def runner(tmp_path):
-    from bench.runner import Runner
+    from bench.core.runner import Runner
 
     return Runner(tmp_path / "out", progress=False, log=lambda m: None)
 

@@ -1,8 +1,8 @@
 """The adversarial suite: TextFooler, BERT-Attack and TextBugger through TextAttack, offline,
 resumable and fast (DESIGN section 5).
 
-``adversarial`` runs all three recipes; ``textfooler``, ``bert_attack`` and ``textbugger`` one
-each. N test examples (``--suite-param n=100``) are drawn with a fixed seed, stratified by
+``adversarial`` runs all three recipes, or those of ``--suite-param recipes=textfooler,...``.
+N test examples (``--suite-param n``; 100, or the whole test split when it is smaller) are drawn with a fixed seed, stratified by
 label, never the first N of a file (the published Robust Tickets code attacked one class
 only; DESIGN section 7); their ids go into the record. Metrics per recipe, with TextAttack's
 conventions: Clean% = correct before the attack / N; Aua% = still correct after it / N; Suc% =
@@ -29,26 +29,26 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
-from typing import ClassVar
 
 import numpy as np
 from tqdm import tqdm
 
 from bench.api import Candidate, Context, Suite, SuiteResult
-from bench.corpus import held_out_texts
-from bench.data import Example, sha256_file, stratified_sample
+from bench.data.corpus import held_out_texts
+from bench.data.examples import Example, sha256_file, stratified_sample
 from bench.errors import BenchError
 from bench.metrics import accuracy
-from bench.predict import predict_logits
+from bench.model.predict import predict_logits
 from bench.registry import SUITES, did_you_mean
 from suites.adversarial.recipes import RECIPES, Sources, build
 
 QUERIES_PER_EXAMPLE = 150
+DEFAULT_N = 100
 
 
 @dataclass
 class AttackParams:
-    n: int = 100  # examples attacked per recipe (1000 on a GPU)
+    n: int = 0  # examples attacked per recipe; 0: 100, or the whole test split when smaller (1000 on a GPU)
     sample_seed: int = 0
     recipes: str = ""  # comma-separated subset of the suite's recipes ("" = all of them)
     query_budget: int = 0  # per example; 0 = unlimited, as the recipes
@@ -58,8 +58,8 @@ class AttackParams:
     batch_size: int = 64
 
     def __post_init__(self) -> None:
-        if self.n < 1 or self.query_budget < 0 or self.batch_size < 1:
-            raise BenchError("n and batch_size must be at least 1, query_budget at least 0")
+        if self.n < 0 or self.query_budget < 0 or self.batch_size < 1:
+            raise BenchError("n must be at least 0 (0: the default), batch_size at least 1, query_budget at least 0")
         for r in self.chosen(RECIPES):
             if r not in RECIPES:
                 raise BenchError(f"unknown recipe '{r}'{did_you_mean(r, list(RECIPES))}")
@@ -68,8 +68,12 @@ class AttackParams:
             if path and not Path(path).expanduser().exists():
                 raise BenchError(f"--suite-param {name}={path}: no such file or directory")
 
-    def chosen(self, default: tuple[str, ...]) -> list[str]:
+    def chosen(self, default: tuple[str, ...] = RECIPES) -> list[str]:
         return [r.strip() for r in self.recipes.split(",") if r.strip()] if self.recipes else list(default)
+
+    def size(self, test: int) -> int:
+        """Examples attacked on a test split of ``test`` examples."""
+        return self.n or min(DEFAULT_N, test)
 
 
 def load_rows(path: Path, header: dict) -> list[dict]:
@@ -119,23 +123,34 @@ def _input(ex: Example, pair: bool) -> OrderedDict:
     return OrderedDict([("premise", ex.text_a), ("hypothesis", ex.text_b)]) if pair else OrderedDict([("text", ex.text_a)])
 
 
-class AdversarialSuite(Suite):
+@SUITES.register("adversarial")
+class Adversarial(Suite):
     name = "adversarial"
     description = "TextFooler, BERT-Attack, TextBugger (TextAttack 0.3.11, offline): Clean%, Aua%, Suc%, #Query"
     Params = AttackParams
-    recipes: ClassVar[tuple[str, ...]] = RECIPES
 
     def examples(self, sizes: dict[str, int], params: AttackParams | None) -> float:
         """The clean pass over the test split, then about QUERIES_PER_EXAMPLE queries per
         attacked example and recipe (50-160 on SST-2, up to ~3,000 on IMDB in Zheng et al.
         2022, Table 1): a rough figure for sweep estimates."""
         p = params or AttackParams()
-        return sizes.get("test", 0) + min(p.n, sizes.get("test", p.n)) * len(p.chosen(self.recipes)) * QUERIES_PER_EXAMPLE
+        return sizes.get("test", 0) + p.size(sizes.get("test", DEFAULT_N)) * len(p.chosen()) * QUERIES_PER_EXAMPLE
 
     def fingerprint(self, data_dir: Path | None) -> dict:
         listed = data_dir / "wordsub" / "counterfitted_neighbors.json" if data_dir else None
         return {"textattack": version("textattack"),
                 "neighbour_list": _sha(str(listed)) if listed is not None and listed.is_file() else None}
+
+    def check(self, params: AttackParams | None, task, data_dir: Path | None) -> None:
+        from suites.adversarial.mlm import check_available, task_texts
+
+        p = params or AttackParams()
+        if not task.test:
+            raise BenchError(f"task '{task.name}' has no test split to attack")
+        if p.n > len(task.test):
+            raise BenchError(f"--suite-param n={p.n} is larger than the test split of '{task.name}' ({len(task.test)} examples)")
+        if "bert_attack" in p.chosen():
+            check_available(p.mlm, data_dir, task_texts(task.train), held_out_texts(task))
 
     def evaluate(self, candidate: Candidate, ctx: Context) -> SuiteResult:
         from suites.adversarial.mlm import task_texts
@@ -144,17 +159,9 @@ class AdversarialSuite(Suite):
 
         p: AttackParams = ctx.suite_params or AttackParams()
         task = ctx.task
-        chosen = p.chosen(self.recipes)
-        if unknown := [r for r in chosen if r not in self.recipes]:
-            raise BenchError(f"suite '{self.name}' has no recipe {unknown[0]} (it runs {', '.join(self.recipes)})")
-        if not task.test:
-            raise BenchError(f"task '{task.name}' has no test split to attack")
-        if p.n > len(task.test):
-            raise BenchError(f"--suite-param n={p.n} is larger than the test split of '{task.name}' ({len(task.test)} examples)")
-        if task.pair and len(task.labels) < 2:
-            raise BenchError(f"task '{task.name}' cannot be attacked")
-
-        sample = stratified_sample(task.test, p.n, p.sample_seed)
+        self.check(p, task, ctx.data_dir)
+        chosen, n = p.chosen(), p.size(len(task.test))
+        sample = stratified_sample(task.test, n, p.sample_seed)
         logits = predict_logits(candidate.model, candidate.tokenizer, task.test, task.max_length, ctx.device, ctx.precision)
         y = np.array([e.label for e in task.test])
         metrics: dict[str, float] = {"id": accuracy(y, logits.argmax(1))}
@@ -162,7 +169,7 @@ class AdversarialSuite(Suite):
         wrapper = make_wrapper(candidate.model, candidate.tokenizer, task.max_length, ctx.device, ctx.precision, p.batch_size)
         src = Sources(Path(ctx.data_dir) if ctx.data_dir else None, p.word_embedding, p.sentence_encoder, p.mlm,
                       tuple(task_texts(task.train)), frozenset(held_out_texts(task)), ctx.progress)
-        details: dict = {"sizes": {"test": len(task.test), "attacked": p.n}, "sample_ids": [e.uid for e in sample],
+        details: dict = {"sizes": {"test": len(task.test), "attacked": n}, "sample_ids": [e.uid for e in sample],
                          "textattack": version("textattack"), "recipes": {}, "id_metric": "accuracy"}
         preds: list[dict] = []
         fallbacks: set[str] = set()
@@ -223,29 +230,3 @@ class AdversarialSuite(Suite):
                 bar.set_postfix(succ=counts["successful"], fail=counts["failed"], skip=counts["skipped"])
         bar.close()
         return done
-
-
-@SUITES.register("adversarial")
-class Adversarial(AdversarialSuite):
-    pass
-
-
-@SUITES.register("textfooler")
-class TextFooler(AdversarialSuite):
-    name = "textfooler"
-    description = "TextFooler (Jin et al. 2020) through TextAttack: Clean%, Aua%, Suc%, #Query"
-    recipes = ("textfooler",)
-
-
-@SUITES.register("bert_attack")
-class BertAttack(AdversarialSuite):
-    name = "bert_attack"
-    description = "BERT-Attack (Li et al. 2020), the masked-LM recipe, through TextAttack"
-    recipes = ("bert_attack",)
-
-
-@SUITES.register("textbugger")
-class TextBugger(AdversarialSuite):
-    name = "textbugger"
-    description = "TextBugger (Li et al. 2019) through TextAttack"
-    recipes = ("textbugger",)

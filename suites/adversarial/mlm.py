@@ -20,10 +20,11 @@ from pathlib import Path
 
 import torch
 
-from bench.corpus import cache_dir, corpus
-from bench.data import Example
+from bench.core.atomic import atomic_dir
+from bench.data.corpus import cache_dir, corpus
+from bench.data.examples import Example
+from bench.data.hub import hub_reachable
 from bench.errors import BenchError
-from bench.hub import hub_reachable
 from suites.adversarial.resources import Resource
 
 OFFICIAL = "bert-base-uncased"
@@ -51,9 +52,7 @@ def masked_lm(user_path: str, data_dir: Path | None, task_texts: list[str], prog
         return model.eval(), tok, Resource("mlm", "official", OFFICIAL)
     except Exception:  # not cached and no network: the harness's own head on MiniLM
         pass
-    texts, described = corpus(data_dir, task_texts, exclude)
-    digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()
-    out = cache_dir() / "mlm" / f"minilm-head-{digest[:12]}"
+    texts, described, digest, out = _fallback(data_dir, task_texts, exclude)
     if not (out / "quality.json").is_file():
         build_minilm_mlm(texts, out, progress)
     quality = json.loads((out / "quality.json").read_text())
@@ -63,6 +62,31 @@ def masked_lm(user_path: str, data_dir: Path | None, task_texts: list[str], prog
         "mlm", "fallback", "MLM head trained on the frozen embedded MiniLM-L6",
         f"corpus: {described} ({len(texts)} sentences)", digest,
         f"held-out masked-token accuracy top-1 {quality['top1']:.1%}, top-10 {quality['top10']:.1%}")
+
+
+def _fallback(data_dir: Path | None, task_texts: list[str], exclude: set[str]) -> tuple[list[str], str, str, Path]:
+    """(texts, description, digest, cache directory) of the harness's own masked-LM head."""
+    texts, described = corpus(data_dir, task_texts, exclude)
+    digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()
+    return texts, described, digest, cache_dir() / "mlm" / f"minilm-head-{digest[:12]}"
+
+
+def check_available(user_path: str, data_dir: Path | None, task_texts: list[str], exclude: set[str]) -> None:
+    """Fail before anything trains when BERT-Attack will have no masked LM: no user model, no
+    official one cached, no head cached, and too little text to train one."""
+    if user_path:
+        return  # its path is checked with the suite's parameters; its contents when loaded
+    from transformers import AutoConfig
+
+    try:
+        AutoConfig.from_pretrained(OFFICIAL, local_files_only=not hub_reachable())
+        return
+    except Exception:
+        pass
+    texts, _, _, out = _fallback(data_dir, task_texts, exclude)
+    if not (out / "quality.json").is_file() and len(texts) < HELD_OUT + 100:
+        raise BenchError(f"BERT-Attack: too little text ({len(texts)} sentences) to build a masked-LM head; pass "
+                         "--data-dir, --suite-param mlm=DIR, or --suite-param recipes without bert_attack")
 
 
 def _mask(ids: torch.Tensor, special: torch.Tensor, tok, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -120,11 +144,10 @@ def build_minilm_mlm(texts: list[str], out: Path, progress: bool = False) -> dic
         opt.zero_grad(set_to_none=True)
     quality = evaluate(model, tok, held)
     quality.update(steps=STEPS, batch=BATCH, train_sentences=len(train), seconds=round(time.time() - t0, 1))
-    tmp = out.with_name(out.name + ".tmp")
-    model.save_pretrained(tmp, safe_serialization=True)
-    tok.save_pretrained(tmp)
-    (tmp / "quality.json").write_text(json.dumps(quality, indent=1))
-    tmp.rename(out)
+    with atomic_dir(out) as tmp:
+        model.save_pretrained(tmp, safe_serialization=True)
+        tok.save_pretrained(tmp)
+        (tmp / "quality.json").write_text(json.dumps(quality, indent=1))
     return quality
 
 

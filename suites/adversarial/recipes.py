@@ -25,13 +25,13 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
+from suites.adversarial.embeddings import word_swap
 from suites.adversarial.resources import (
     Resource,
     part_of_speech,
     sentence_encoder,
     stopwords,
     textattack,
-    word_swap,
 )
 
 RECIPES = ("textfooler", "bert_attack", "textbugger")
@@ -107,60 +107,76 @@ def _homoglyph_swap(ta):
     return HomoglyphSwap()
 
 
+@dataclass
+class _Parts:
+    """What distinguishes one recipe; ``build`` adds what all three share."""
+
+    transformation: object
+    stopwords: object
+    constraints: list
+    wir: str
+    settings: dict
+    resources: list[Resource]
+
+
+def _textfooler(ta, src: Sources) -> _Parts:
+    from suites.adversarial.resources import textfooler_stopwords
+
+    emb, r = word_swap(src.data_dir, src.word_embedding)
+    pos, rp = part_of_speech(allow_verb_noun_swap=True)
+    use, ru = sentence_encoder(src.sentence_encoder, threshold=0.840845057, metric="angular",
+                               compare_against_original=False, window_size=15, skip_text_shorter_than_window=True)
+    return _Parts(ta.transformations.WordSwapEmbedding(max_candidates=50, embedding=emb), set(textfooler_stopwords()),
+                  [ta.constraints.semantics.WordEmbeddingDistance(embedding=emb, min_cos_sim=0.5), pos, use], "delete",
+                  {"candidates": 50, "min_cos_sim": 0.5, "use": "angular >= 0.840845057, window 15",
+                   "pos": "allow_verb_noun_swap", "stopwords": "TextFooler's (266)", "wir": "delete"}, [r, rp, ru])
+
+
+def _bert_attack(ta, src: Sources) -> _Parts:
+    from suites.adversarial.mlm import masked_lm
+
+    mlm, mtok, rm = masked_lm(src.mlm, src.data_dir, list(src.mlm_texts), src.progress, set(src.held_out))
+    sw, rs = stopwords()
+    use, ru = sentence_encoder(src.sentence_encoder, threshold=0.2, metric="cosine",
+                               compare_against_original=True, window_size=None)
+    swap = _lazy_bert_attack_swap(ta)(method="bert-attack", masked_language_model=mlm, tokenizer=mtok, max_candidates=8)
+    return _Parts(swap, sw, [ta.constraints.overlap.MaxWordsPerturbed(max_percent=0.4), use], "unk",
+                  {"method": "bert-attack", "candidates": 8, "max_words_perturbed": 0.4,
+                   "use": "cosine >= 0.2 vs original", "wir": "unk"}, [rm, rs, ru])
+
+
+def _textbugger(ta, src: Sources) -> _Parts:
+    T = ta.transformations
+    emb, r = word_swap(src.data_dir, src.word_embedding)
+    sw, rs = stopwords()
+    use, ru = sentence_encoder(src.sentence_encoder, threshold=0.8, metric="angular")  # USE's default metric
+    edits = dict(random_one=True, skip_first_char=True, skip_last_char=True)
+    swap = T.CompositeTransformation([
+        T.WordSwapRandomCharacterInsertion(letters_to_insert=" ", **edits),
+        T.WordSwapRandomCharacterDeletion(**edits),
+        T.WordSwapNeighboringCharacterSwap(**edits),
+        _homoglyph_swap(ta),
+        T.WordSwapEmbedding(max_candidates=5, embedding=emb),
+    ])
+    return _Parts(swap, sw, [use], "delete",
+                  {"transformations": "insert space, delete, swap neighbours, homoglyph (no intentional file), "
+                   "5 embedding neighbours", "use": "angular >= 0.8", "wir": "delete"}, [r, rs, ru])
+
+
+_BUILDERS = {"textfooler": _textfooler, "bert_attack": _bert_attack, "textbugger": _textbugger}
+
+
 def build(name: str, wrapper, src: Sources, pair: bool, query_budget: float = float("inf")) -> Built:
+    """One recipe as TextAttack builds it: no repeated edits, no stop words, for pairs the
+    hypothesis only, the recipe's own constraints, greedy search by word importance."""
     ta = textattack()
-    T, C = ta.transformations, ta.constraints
-    pre = C.pre_transformation
+    pre = ta.constraints.pre_transformation
+    parts = _BUILDERS[name](ta, src)  # the name is validated by the suite's parameters
     columns = [pre.InputColumnModification(["premise", "hypothesis"], {"premise"})] if pair else []
-    res: list[Resource] = []
-    if name == "textfooler":
-        emb, r = word_swap(src.data_dir, src.word_embedding)
-        pos, rp = part_of_speech(allow_verb_noun_swap=True)
-        use, ru = sentence_encoder(src.sentence_encoder, threshold=0.840845057, metric="angular",
-                                   compare_against_original=False, window_size=15, skip_text_shorter_than_window=True)
-        res += [r, rp, ru]
-        from suites.adversarial.resources import textfooler_stopwords
-
-        transformation = T.WordSwapEmbedding(max_candidates=50, embedding=emb)
-        constraints = [pre.RepeatModification(), pre.StopwordModification(stopwords=set(textfooler_stopwords())),
-                       *columns, C.semantics.WordEmbeddingDistance(embedding=emb, min_cos_sim=0.5), pos, use]
-        search = ta.search_methods.GreedyWordSwapWIR(wir_method="delete")
-        settings = {"candidates": 50, "min_cos_sim": 0.5, "use": "angular >= 0.840845057, window 15",
-                    "pos": "allow_verb_noun_swap", "stopwords": "TextFooler's (266)", "wir": "delete"}
-    elif name == "bert_attack":
-        from suites.adversarial.mlm import masked_lm
-
-        mlm, mtok, rm = masked_lm(src.mlm, src.data_dir, list(src.mlm_texts), src.progress, set(src.held_out))
-        sw, rs = stopwords()
-        use, ru = sentence_encoder(src.sentence_encoder, threshold=0.2, metric="cosine",
-                                   compare_against_original=True, window_size=None)
-        res += [rm, rs, ru]
-        transformation = _lazy_bert_attack_swap(ta)(method="bert-attack", masked_language_model=mlm, tokenizer=mtok,
-                                                    max_candidates=8)
-        constraints = [pre.RepeatModification(), pre.StopwordModification(stopwords=sw), *columns,
-                       C.overlap.MaxWordsPerturbed(max_percent=0.4), use]
-        search = ta.search_methods.GreedyWordSwapWIR(wir_method="unk")
-        settings = {"method": "bert-attack", "candidates": 8, "max_words_perturbed": 0.4,
-                    "use": "cosine >= 0.2 vs original", "wir": "unk"}
-    elif name == "textbugger":
-        emb, r = word_swap(src.data_dir, src.word_embedding)
-        sw, rs = stopwords()
-        use, ru = sentence_encoder(src.sentence_encoder, threshold=0.8, metric="angular")  # USE's default metric
-        res += [r, rs, ru]
-        transformation = T.CompositeTransformation([
-            T.WordSwapRandomCharacterInsertion(random_one=True, letters_to_insert=" ", skip_first_char=True, skip_last_char=True),
-            T.WordSwapRandomCharacterDeletion(random_one=True, skip_first_char=True, skip_last_char=True),
-            T.WordSwapNeighboringCharacterSwap(random_one=True, skip_first_char=True, skip_last_char=True),
-            _homoglyph_swap(ta),
-            T.WordSwapEmbedding(max_candidates=5, embedding=emb),
-        ])
-        constraints = [pre.RepeatModification(), pre.StopwordModification(stopwords=sw), *columns, use]
-        search = ta.search_methods.GreedyWordSwapWIR(wir_method="delete")
-        settings = {"transformations": "insert space, delete, swap neighbours, homoglyph (no intentional file), 5 embedding neighbours",
-                    "use": "angular >= 0.8", "wir": "delete"}
-    else:  # validated by the suite's parameters
-        raise ValueError(name)
+    constraints = [pre.RepeatModification(), pre.StopwordModification(stopwords=parts.stopwords), *columns,
+                   *parts.constraints]
     goal = ta.goal_functions.UntargetedClassification(wrapper, query_budget=query_budget)
-    settings.update(textattack=version("textattack"), hypothesis_only=pair,
-                    query_budget=None if query_budget == float("inf") else query_budget)
-    return Built(ta.Attack(goal, constraints, transformation, search), settings, res)
+    settings = parts.settings | {"textattack": version("textattack"), "hypothesis_only": pair,
+                                 "query_budget": None if query_budget == float("inf") else query_budget}
+    search = ta.search_methods.GreedyWordSwapWIR(wir_method=parts.wir)
+    return Built(ta.Attack(goal, constraints, parts.transformation, search), settings, parts.resources)

@@ -18,7 +18,7 @@ from collections import OrderedDict
 import numpy as np
 import torch
 
-from bench.predict import autocast, collate
+from bench.model.predict import autocast, collate
 from suites.adversarial.resources import textattack
 
 

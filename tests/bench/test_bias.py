@@ -1,8 +1,8 @@
 import numpy as np
 import torch
 
-from bench.bias import WordVectors, fit_bias_model, overlap_features
-from bench.data import Example
+from bench.data.bias import WordVectors, fit_bias_model, overlap_features
+from bench.data.examples import Example
 from bench.registry import TASKS
 
 

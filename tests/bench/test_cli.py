@@ -78,7 +78,7 @@ def test_backbone_not_available_offline(capsys, tmp_path, monkeypatch):
 def test_ls_lists_parameters_and_defaults(capsys):
     assert main(["ls"]) == 0
     out = capsys.readouterr().out
-    assert "imp" in out and "rewind (bool) = False" in out and "nli_synth" in out and "hans" in out
+    assert "imp" in out and "rewind (bool) = False" in out and "nli_synth" in out and "pools (str)" in out
 
 
 def test_leaderboard_without_records_is_an_error(capsys, tmp_path):

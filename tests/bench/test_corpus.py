@@ -1,4 +1,4 @@
-from bench.corpus import corpus
+from bench.data.corpus import corpus
 
 
 def test_held_out_text_is_excluded_even_with_stray_whitespace_in_the_file(tmp_path):

@@ -3,10 +3,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.data import Example, find_file, read_rows, stratified_sample, to_examples
+from bench.data.examples import Example, find_file, read_rows, stratified_sample, to_examples
+from bench.data.tasks.synthetic import generate
 from bench.errors import BenchError
 from bench.registry import TASKS
-from bench.tasks.synthetic import generate
 
 
 def test_synthetic_task_is_deterministic_and_plants_an_imperfect_shortcut():
@@ -81,7 +81,7 @@ def test_mnli_hardness_flags_become_groups_by_row(data_dir):
 
 
 def test_paws_quirks_crlf_headerless_and_bytes_literals(data_dir):
-    from bench.tasks.glue import load_paws
+    from bench.data.tasks.glue import load_paws
 
     wiki = load_paws(data_dir, "wiki")
     assert [(e.text_a, e.label) for e in wiki.examples] == [("a b", 1), ("c d", 0)]
@@ -140,9 +140,9 @@ def test_qqp_and_fever_official_local_formats(data_dir):
 
 
 def test_present_but_corrupt_local_file_never_falls_back_to_the_hub(data_dir, monkeypatch):
-    import bench.hub
+    import bench.data.hub
 
-    monkeypatch.setattr(bench.hub, "load_hub_split", lambda *a: pytest.fail("fell back to the hub"))
+    monkeypatch.setattr(bench.data.hub, "load_hub_split", lambda *a: pytest.fail("fell back to the hub"))
     _write(data_dir / "qqp/train.tsv", "id\tquestion1\tquestion2\tis_duplicate\n1\ta\tb\tmaybe\n")
     _write(data_dir / "qqp/dev.tsv", "id\tquestion1\tquestion2\tis_duplicate\n1\ta\tb\t1\n")
     with pytest.raises(BenchError, match="unknown label 'maybe'"):

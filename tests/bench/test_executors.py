@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.executors import execute, run_jobs
-from bench.sweep import load_spec, plan, runs
+from bench.core.executors import execute, run_jobs
+from bench.spec.plan import plan
+from bench.spec.sweep import load_spec, runs
 
 
 def _spec(tmp_path, tiny_bert) -> Path:

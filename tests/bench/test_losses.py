@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from bench import losses
+from bench.model import losses
 
 
 def test_poe_is_ce_of_summed_log_probabilities():

@@ -3,7 +3,7 @@ import torch
 from transformers import AutoModelForSequenceClassification
 
 from bench.errors import BenchError
-from bench.masking import (
+from bench.model.masking import (
     ScoreMask,
     apply_masks,
     bake,
@@ -116,7 +116,7 @@ def test_cubic_schedule_hits_its_end_points_and_is_monotone():
 def test_parameter_counts_ignore_mask_scores_and_gates(model):
     from torch.nn.utils import parametrize
 
-    from bench.masking import HardConcreteMask
+    from bench.model.masking import HardConcreteMask
 
     dense = sparsity_report(model)
     for lin in prunable_linears(model).values():

@@ -1,7 +1,7 @@
 import pytest
 
 from bench.errors import BenchError
-from bench.params import parse_params, split_assignments
+from bench.spec.params import parse_params, split_assignments
 from methods.imp import IMPParams
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from bench import records
-from bench.records import Provenance
-from bench.runner import Runner
+from bench.core import provenance as records
+from bench.core.provenance import Provenance
+from bench.core.runner import Runner
 
 
 def test_the_commit_is_read_when_the_runner_starts_not_when_a_record_is_written(monkeypatch, tmp_path: Path):

@@ -10,7 +10,7 @@ from tests.conftest import install_plugin
 
 def test_builtins_come_through_entry_points():
     assert {"finetune", "imp"} <= set(METHODS.names())
-    assert {"ood", "hans", "paws", "fever_symm"} <= set(SUITES.names())
+    assert {"ood", "adversarial"} <= set(SUITES.names())
     assert {"nli_synth", "mnli", "qqp", "fever"} <= set(TASKS.names())
 
 
@@ -24,7 +24,7 @@ PLUGIN = '''
 from dataclasses import dataclass
 
 from bench.api import Candidate, Method, Suite, SuiteResult
-from bench.backbone import load_classifier, load_tokenizer
+from bench.model.backbone import load_classifier, load_tokenizer
 
 
 @dataclass

@@ -3,10 +3,11 @@ import json
 import numpy as np
 import pytest
 
+from bench.core.atomic import write_atomic
+from bench.core.runner import torch_device
 from bench.errors import BenchError
-from bench.predict import predict_logits
-from bench.records import write_atomic
-from bench.runner import expand
+from bench.model.predict import predict_logits
+from bench.spec.run import grid
 
 
 def test_imp_run_writes_record_with_reference_and_provenance(runner, run_spec):
@@ -43,19 +44,19 @@ def test_f_bias_matches_the_two_records(runner, run_spec):
 
 
 def test_reference_follows_the_recipe_not_the_loss(runner, run_spec):
-    spec = run_spec("imp", sparsity=0.5, params={"loss": "poe", "epochs": 3, "batch_size": 8, "rewind": True})
-    from methods.imp import IMPParams
+    from bench.spec.requires import reference_of
 
-    ref = runner.reference_spec(spec, IMPParams(loss="poe", epochs=3.0, batch_size=8, rewind=True))
-    assert ref.method == "finetune" and ref.sparsity is None
-    assert ref.params == {"epochs": 3.0, "batch_size": 8}
+    spec = run_spec("imp", sparsity=0.5, params={"loss": "poe", "epochs": 3, "batch_size": 8, "rewind": True})
+    ref = reference_of(spec)
+    assert ref.method == "finetune" and ref.sparsity is None and ref.suite == spec.suite
+    assert ref.config()["params"] == {"epochs": 3.0, "batch_size": 8}
 
 
 def test_records_are_strict_json(runner, run_spec):
     import json
     import math
 
-    from bench.records import load_record
+    from bench.core.records import load_record
 
     rec = runner.run(run_spec("finetune"))
     path = runner.out / "records" / f"{rec.run_id}.json"
@@ -71,8 +72,8 @@ def test_rerun_skips_finished_records_and_reuses_artifacts(runner, run_spec, mon
     monkeypatch.setattr(ft.Finetune, "build", lambda *a, **k: pytest.fail("rebuilt a cached candidate"))
     again = runner.run(run_spec("finetune"))
     assert again.run_id == first.run_id and again.metrics == first.metrics
-    other_suite = runner.run(run_spec("finetune", suite="hans"))  # same artifact, another suite
-    assert other_suite.metrics["ood/hans_synth"] == first.metrics["ood/hans_synth"]
+    one_pool = runner.run(run_spec("finetune", suite_params={"pools": "hans"}))  # same artifact, another evaluation
+    assert one_pool.run_id != first.run_id and one_pool.metrics["ood/hans_synth"] == first.metrics["ood/hans_synth"]
 
 
 def test_cached_candidate_gives_the_same_logits(runner, run_spec):
@@ -80,8 +81,8 @@ def test_cached_candidate_gives_the_same_logits(runner, run_spec):
     built = runner.candidate(spec)
     loaded = runner.candidate(spec)
     task = runner.task_data(spec)
-    a = predict_logits(built.model, built.tokenizer, task.test, 64, runner.device(spec))
-    b = predict_logits(loaded.model, loaded.tokenizer, task.test, 64, runner.device(spec))
+    a = predict_logits(built.model, built.tokenizer, task.test, 64, torch_device(spec))
+    b = predict_logits(loaded.model, loaded.tokenizer, task.test, 64, torch_device(spec))
     assert np.allclose(a, b, atol=1e-5)
     assert {k: v.sum() for k, v in loaded.masks.items()} == {k: v.sum() for k, v in built.masks.items()}
 
@@ -96,13 +97,13 @@ def test_corrupt_cached_checkpoint_is_a_clear_error(runner, run_spec):
 
 
 def test_expand_makes_one_run_per_sparsity_and_seed():
-    specs = expand("imp", "ood", [0.2, 0.5], [0, 1, 2], params={"loss": "poe"})
+    specs = grid("imp", "ood", [0.2, 0.5], [0, 1, 2], params={"loss": "poe"})
     assert len(specs) == 6 and {s.sparsity for s in specs} == {0.2, 0.5}
-    assert specs[0].params == {"loss": "poe"}
+    assert specs[0].params.loss == "poe" and specs[0].config()["params"] == {"loss": "poe"}
     with pytest.raises(BenchError, match="dense and takes no --sparsity"):
-        expand("finetune", "ood", [0.5], [0])
+        grid("finetune", "ood", [0.5], [0])
     with pytest.raises(BenchError, match=r"sparsity must be in \[0, 1\)"):
-        expand("imp", "ood", [1.0], [0])
+        grid("imp", "ood", [1.0], [0])
 
 
 def test_write_atomic_leaves_no_partial_file(tmp_path):
@@ -128,10 +129,8 @@ def test_nan_loss_stops_with_a_clear_error(runner, run_spec):
 
 
 def test_comma_separated_parameters_expand_into_a_grid(tiny_bert):
-    from bench.runner import expand
-
-    specs = expand("srnet", "ood", [0.2, 0.5], [0, 1], backbone=str(tiny_bert), params={"loss": "ce,poe", "init": "hard"})
+    specs = grid("srnet", "ood", [0.2, 0.5], [0, 1], backbone=str(tiny_bert), params={"loss": "ce,poe", "init": "hard"})
     assert len(specs) == 2 * 2 * 2
-    assert {(s.params.get("loss", "ce"), s.sparsity, s.seed) for s in specs} == {
+    assert {(s.params.loss, s.sparsity, s.seed) for s in specs} == {
         (loss, sp, seed) for loss in ("ce", "poe") for sp in (0.2, 0.5) for seed in (0, 1)}
-    assert all(s.params["init"] == "hard" for s in specs)
+    assert all(s.params.init == "hard" for s in specs)

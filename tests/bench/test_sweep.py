@@ -7,10 +7,12 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
+from bench.core.estimate import finished
+from bench.core.runner import Runner
 from bench.errors import BenchError
 from bench.registry import METHODS
-from bench.runner import Runner
-from bench.sweep import finished, load_spec, pending, plan, runs
+from bench.spec.plan import pending, plan
+from bench.spec.sweep import load_spec, runs
 from tests.conftest import install_plugin
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,15 +67,15 @@ def test_rmc_and_tickets_declare_what_they_build_on(tmp_path, tiny_bert):
         [[group]]
         backbone = "{tiny_bert}"
         method = "robust_tickets"
-        suite = "textfooler"
+        suite = "adversarial"
         task = "sent_synth"
         params = {{ ticket = "random" }}
     """)
     imp = sorted(j.spec.sparsity for j in jobs.values() if j.kind == "build" and j.spec.method == "imp")
     assert imp == [0.2, 0.4, 0.6, 0.7, 0.85]  # stage 1 of RMC
-    random_ticket = next(j for j in jobs.values() if j.kind == "build" and j.spec.params.get("ticket") == "random")
+    random_ticket = next(j for j in jobs.values() if j.kind == "build" and getattr(j.spec.params, "ticket", "") == "random")
     (robust,) = random_ticket.deps
-    assert jobs[robust].spec.method == "robust_tickets" and "ticket" not in jobs[robust].spec.params
+    assert jobs[robust].spec.method == "robust_tickets" and jobs[robust].spec.params.ticket == "robust"
 
 
 def test_only_keeps_a_slice_and_its_dependencies(tmp_path, tiny_bert):
@@ -82,7 +84,7 @@ def test_only_keeps_a_slice_and_its_dependencies(tmp_path, tiny_bert):
         backbone = "{tiny_bert}"
         [[group]]
         method = ["finetune", "imp"]
-        suite = ["ood", "textbugger"]
+        suite = ["ood", "adversarial"]
     """
     jobs = _plan(tmp_path, text, method=["imp"], suite=["ood"])
     evaluated = {(j.spec.method, j.spec.suite) for j in jobs.values() if j.kind == "evaluate"}
@@ -263,8 +265,11 @@ def test_a_cuda_sweep_without_a_gpu_is_refused_before_anything_runs(tmp_path, ca
 def test_the_one_time_distillation_is_in_the_distilled_students_estimate(tmp_path):
     """A distilled student costs its 1,500 x 48-sentence distillation on top of fine-tuning;
     the truncated one does not (the estimate once missed it: 4 min estimated, 34 measured)."""
-    from bench.runner import Runner, RunSpec
-    from bench.sweep import Job, Throughput, estimate
+    from bench.core.estimate import estimate
+    from bench.core.runner import Runner
+    from bench.spec.plan import Job
+    from bench.spec.run import resolve as RunSpec
+    from bench.spec.sweep import Throughput
     from methods.distilled import DISTILL_BATCH, DISTILL_STEPS
 
     runner = Runner(tmp_path, progress=False, log=lambda m: None)
@@ -277,8 +282,10 @@ def test_the_one_time_distillation_is_in_the_distilled_students_estimate(tmp_pat
 
 def test_a_task_s_own_rate_prices_its_jobs_and_the_rest_keep_the_spec_s(tmp_path):
     """One rate for a whole spec was off by 1.7x on MNLI and 2x on the synthetic tasks."""
-    from bench.runner import Runner, RunSpec
-    from bench.sweep import Job, estimate, load_spec, sizes
+    from bench.core.estimate import estimate, sizes
+    from bench.core.runner import Runner
+    from bench.spec.plan import Job
+    from bench.spec.run import resolve as RunSpec
     from methods.distilled import DISTILL_BATCH, DISTILL_STEPS
 
     spec = tmp_path / "s.toml"
@@ -306,6 +313,6 @@ def test_a_task_s_own_defaults_apply_to_its_runs_only_and_a_group_s_keys_still_w
                     '[defaults.sst2]\nmax_examples = 1000\nparams = { epochs = 1 }\n'
                     '[[group]]\nmethod = "finetune"\nsuite = "ood"\n'
                     '[[group]]\nmethod = "finetune"\nsuite = "ood"\nmax_examples = 50\nparams = { epochs = 3 }\n')
-    got = {(r.task, r.max_examples, tuple(sorted(r.params.items()))) for r in runs(load_spec(spec), check_backbones=False)}
+    got = {(r.task, r.max_examples, tuple(sorted(r.config()["params"].items()))) for r in runs(load_spec(spec), check_backbones=False)}
     assert got == {("sent_synth", 4000, (("lr", 1e-5),)), ("sst2", 1000, (("epochs", 1), ("lr", 1e-5))),
                    ("sent_synth", 50, (("epochs", 3), ("lr", 1e-5))), ("sst2", 50, (("epochs", 3), ("lr", 1e-5)))}

@@ -8,9 +8,9 @@ with 50 % IMP masks attached, and evaluation with dynamic vs fixed (max_length) 
 import pytest
 import torch
 
-from bench.backbone import load_classifier, load_tokenizer, resolve
-from bench.masking import apply_masks, magnitude_masks
-from bench.predict import autocast, collate, encode, predict_logits
+from bench.model.backbone import load_classifier, load_tokenizer, resolve
+from bench.model.masking import apply_masks, magnitude_masks
+from bench.model.predict import autocast, collate, encode, predict_logits
 from bench.registry import TASKS
 
 N = 64
@@ -138,7 +138,7 @@ def _attack_all(wrapper, examples):
 
 @pytest.fixture(scope="module")
 def attack_setup():
-    from bench.data import stratified_sample
+    from bench.data.examples import stratified_sample
 
     bb = resolve("minilm")
     tok = load_tokenizer(bb)
@@ -184,8 +184,8 @@ def test_inference_of_compressed_models(benchmark, setup, variant):
     """Same 64 pairs, batch 32: the full model, 20 % of heads removed (Michel et al.), a 3-layer
     student (truncated and distilled students share this shape), and 90 % unstructured IMP masks
     (zeros in dense kernels: no faster)."""
-    from bench.heads import heads_to_prune, remove_heads
-    from bench.masking import bake
+    from bench.model.heads import heads_to_prune, remove_heads
+    from bench.model.masking import bake
     from methods.distilled import truncate
 
     bb, tok, examples = setup

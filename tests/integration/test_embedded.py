@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.backbone import load_classifier, resolve
 from bench.cli import main
-from bench.masking import sparsity_report
+from bench.model.backbone import load_classifier, resolve
+from bench.model.masking import sparsity_report
 
 pytestmark = pytest.mark.integration
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -54,7 +54,7 @@ def test_killing_an_attack_midway_and_rerunning_finishes_only_the_rest(tmp_path,
     import time
 
     data = ["--data-dir", str(SHARED)] if (SHARED / "wordsub").is_dir() else []
-    argv = [sys.executable, "-m", "bench", "run", "--method", "finetune", "--suite", "textbugger", "--task", "sent_synth",
+    argv = [sys.executable, "-m", "bench", "run", "--method", "finetune", "--suite", "adversarial", "--suite-param", "recipes=textbugger", "--task", "sent_synth",
             "--backbone", str(tiny_bert), "--max-examples", "200", "--param", "epochs=4", "--param", "batch_size=16",
             "--param", "lr=1e-3", "--suite-param", "n=10", "--quiet", *data]
     env = {**os.environ, "BENCH_CACHE": os.environ.get("BENCH_CACHE", str(tmp_path / "cache"))}

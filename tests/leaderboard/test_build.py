@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.records import Record
+from bench.core.records import Record
 from leaderboard.build import build, fmt
 
 
@@ -41,7 +41,7 @@ def test_bootstrap_interval_brackets_the_mean_within_the_seeds():
 
 
 def test_published_rows_are_labelled_and_never_averaged():
-    from bench.sweep import Reference
+    from bench.core.records import Reference
 
     ref = Reference(source="Du et al. 2023, table 4", task="nli_synth", suite="ood", backbone="minilm",
                     label="RMC", sparsity=0.4, metrics={"id": 0.842, "f_bias/hans": 1.049})
@@ -105,7 +105,7 @@ def test_sparsity_pattern_heatmap_only_when_matrices_differ(tmp_path):
     assert (tmp_path / "b" / "plots" / "nli_synth_ood_minilm_pattern.png").is_file() and "_pattern.png)" in md
 
 
-PUBLISHED = sorted((Path(__file__).parents[2] / "leaderboard").rglob("LEADERBOARD.md"))
+PUBLISHED = sorted((Path(__file__).parents[2] / "results").rglob("LEADERBOARD.md"))
 
 
 @pytest.mark.parametrize("markdown", PUBLISHED, ids=lambda p: str(p.parent.name))

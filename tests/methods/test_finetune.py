@@ -1,20 +1,21 @@
 import numpy as np
 
-from bench.predict import predict_logits
+from bench.core.runner import torch_device
+from bench.model.predict import predict_logits
 
 
 def test_poe_and_ce_train_different_models_from_the_same_start(runner, run_spec):
     ce = runner.candidate(run_spec("finetune"))
     poe = runner.candidate(run_spec("finetune", params={"loss": "poe", "epochs": 2, "batch_size": 8}))
     task = runner.task_data(run_spec())
-    a = predict_logits(ce.model, ce.tokenizer, task.test, 64, runner.device(run_spec()))
-    b = predict_logits(poe.model, poe.tokenizer, task.test, 64, runner.device(run_spec()))
+    a = predict_logits(ce.model, ce.tokenizer, task.test, 64, torch_device(run_spec()))
+    b = predict_logits(poe.model, poe.tokenizer, task.test, 64, torch_device(run_spec()))
     assert not np.allclose(a, b)
     assert poe.info["bias_model"].startswith("5 lexical-overlap")
 
 
 def test_training_is_deterministic_on_cpu(tmp_path, run_spec):
-    from bench.runner import Runner
+    from bench.core.runner import Runner
 
     r1 = Runner(tmp_path / "a", progress=False, log=lambda m: None).run(run_spec("finetune"))
     r2 = Runner(tmp_path / "b", progress=False, log=lambda m: None).run(run_spec("finetune"))

@@ -5,7 +5,7 @@ import torch
 from transformers import AutoModelForSequenceClassification
 
 from bench.errors import BenchError
-from bench.heads import HeadGates, heads_to_prune, load_pruned, remove_heads
+from bench.model.heads import HeadGates, heads_to_prune, load_pruned, remove_heads
 
 
 @pytest.fixture
@@ -48,7 +48,7 @@ def test_a_pruned_and_reloaded_model_gives_the_gated_models_logits(model, tiny_b
 def test_head_importance_ranks_a_useless_head_last(model, tiny_bert):
     from types import SimpleNamespace
 
-    from bench.data import Example
+    from bench.data.examples import Example
     from methods.head_pruning import head_importance
 
     value = model.bert.encoder.layer[1].attention.self.value

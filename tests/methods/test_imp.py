@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from bench import losses
-from methods.imp import prune_schedule
+from bench.model import losses
+from methods.kit import prune_schedule
 
 
 @pytest.mark.parametrize("s, n", [(0.5, 5), (0.9, 9), (0.85, 9), (0.1, 1), (0.0, 0)])
@@ -43,8 +43,8 @@ def test_best_checkpoint_is_chosen_only_at_target_sparsity(runner, run_spec):
 
 def test_rewind_retrains_the_same_mask_from_pretrained_weights(runner, run_spec, tiny_bert, monkeypatch):
     import methods.imp as imp
-    from bench.backbone import load_classifier, resolve
-    from bench.masking import prunable_linears
+    from bench.model.backbone import load_classifier, resolve
+    from bench.model.masking import prunable_linears
 
     at_start: dict[str, torch.Tensor] = {}
     real_train = imp.train

@@ -101,8 +101,8 @@ def test_truncated_student_keeps_half_the_layers(runner, run_spec):
     ],
 )
 def test_bad_input(runner, run_spec, tiny_bert, params, sparsity, message):
-    from bench.runner import expand
+    from bench.spec.run import grid
 
     with pytest.raises(BenchError, match=message):
-        specs = expand("rmc", "ood", [sparsity], [0], backbone=str(tiny_bert), params={**P, **params}, max_examples=40)
+        specs = grid("rmc", "ood", [sparsity], [0], backbone=str(tiny_bert), params={**P, **params}, max_examples=40)
         runner.candidate(specs[0])

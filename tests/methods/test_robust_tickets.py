@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from bench.backbone import resolve
-from bench.masking import HardConcreteMask, draw_ticket, l0_penalty
+from bench.model.backbone import resolve
+from bench.model.masking import HardConcreteMask, draw_ticket, l0_penalty
 from methods.robust_tickets import (
     RobustTickets,
     RobustTicketsParams,
@@ -84,9 +84,9 @@ def test_freelb_perturbations_respect_their_norm_bound():
 
 
 def _ctx(runner, run_spec, sparsity=0.5, **params):
-    spec = run_spec("robust_tickets", suite="textfooler", task="sent_synth", sparsity=sparsity,
-                    params={**P, **params}, suite_params={"n": 4})
-    return spec, runner.context(spec, resolve(spec.backbone))
+    spec = run_spec("robust_tickets", suite="adversarial", task="sent_synth", sparsity=sparsity,
+                    params={**P, **params}, suite_params={"n": 4, "recipes": "textfooler"})
+    return spec, runner.context(spec.candidate(), for_suite=False)
 
 
 def test_search_trains_only_the_gates_and_leaves_weights_bit_identical(runner, run_spec):
@@ -124,8 +124,8 @@ def test_ticket_is_retrained_from_the_pretrained_weights(runner, run_spec, tiny_
     """The IMP-ticket control: IMP's own mask, put on the pre-trained weights (not the
     fine-tuned or IMP-trained ones) when retraining starts."""
     import methods.robust_tickets as rt
-    from bench.backbone import load_classifier
-    from bench.masking import prunable_linears
+    from bench.model.backbone import load_classifier
+    from bench.model.masking import prunable_linears
 
     at_start: dict[str, torch.Tensor] = {}
     real_train = rt.train
@@ -164,7 +164,7 @@ def test_ticket_is_retrained_from_the_pretrained_weights(runner, run_spec, tiny_
 def test_bad_parameters(capsys, tmp_path, params, message):
     from bench.cli import main
 
-    argv = ["run", "--method", "robust_tickets", "--suite", "textfooler", "--task", "sent_synth", "--sparsity", "0.5",
+    argv = ["run", "--method", "robust_tickets", "--suite", "adversarial", "--task", "sent_synth", "--sparsity", "0.5",
             "--out", str(tmp_path)]
     for p in params:
         argv += ["--param", p]
@@ -176,7 +176,7 @@ def test_bad_parameters(capsys, tmp_path, params, message):
 def test_sparsity_outside_the_range_is_an_error(capsys, tmp_path):
     from bench.cli import main
 
-    assert main(["run", "--method", "robust_tickets", "--suite", "textfooler", "--sparsity", "1.0", "--out", str(tmp_path)]) == 2
+    assert main(["run", "--method", "robust_tickets", "--suite", "adversarial", "--sparsity", "1.0", "--out", str(tmp_path)]) == 2
     assert "sparsity must be in [0, 1)" in capsys.readouterr().err
 
 
@@ -186,7 +186,7 @@ def test_freelb_fine_tunes_the_dense_model_adversarially(runner, run_spec, monke
     calls = []
     real = rt.freelb_loss
     monkeypatch.setattr(rt, "freelb_loss", lambda *a, **k: calls.append(1) or real(*a, **k))
-    spec = run_spec("freelb", suite="textfooler", task="sent_synth", params={"epochs": 1, "batch_size": 8, "adv_steps": 3},
-                    suite_params={"n": 4})
+    spec = run_spec("freelb", suite="adversarial", task="sent_synth", params={"epochs": 1, "batch_size": 8, "adv_steps": 3},
+                    suite_params={"n": 4, "recipes": "textfooler"})
     cand = runner.candidate(spec)
     assert len(calls) == cand.info["train_steps"] and cand.sparsity.sparsity == 0.0

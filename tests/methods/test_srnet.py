@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from bench.backbone import load_classifier, resolve
-from bench.data import sha256_file
+from bench.data.examples import sha256_file
 from bench.errors import BenchError
-from bench.runner import RunSpec
+from bench.model.backbone import load_classifier, resolve
+from bench.spec.run import resolve as resolve_run
 from methods.srnet import mix_ood, rewound
 
 P = {"epochs": 2, "batch_size": 8, "mask_epochs": 3, "mask_eval_every": 2, "mask_lr": 0.05}
@@ -65,10 +65,10 @@ def test_model_selection_only_after_seven_tenths_of_training(runner, run_spec):
 def test_rewinding_restores_the_pretrained_values_exactly_under_the_mask(runner, run_spec, tiny_bert):
     found = runner.candidate(run_spec("srnet", sparsity=0.5, params=P))
     spec = run_spec("srnet", sparsity=0.5, params={**P, "paradigm": "rewind"})
-    ctx = runner.context(spec, resolve(spec.backbone))
+    ctx = runner.context(spec.candidate(), for_suite=False)
     model = rewound(ctx, found.masks)
     pre = load_classifier(resolve(str(tiny_bert)), 3, seed=0).state_dict()
-    from bench.masking import bake
+    from bench.model.masking import bake
 
     bake(model)
     for name, w in model.state_dict().items():
@@ -124,7 +124,7 @@ def test_ood_information_mode_never_reads_an_ood_test_file(runner, tiny_bert, tm
 
     monkeypatch.setattr(builtins, "open", guarded)
     monkeypatch.setattr(io, "open", guarded)
-    spec = RunSpec("srnet", "ood", task="mnli", backbone=str(tiny_bert), data_dir=str(data), max_examples=40,
+    spec = resolve_run("srnet", "ood", task="mnli", backbone=str(tiny_bert), data_dir=str(data), max_examples=40,
                    sparsity=0.5, params={**P, "ood_mix": 0.5})
     cand = runner.candidate(spec)
     assert cand.info["ood_train_examples"] == 20
@@ -158,7 +158,7 @@ def test_ood_mode_on_a_task_without_ood_training_data_is_an_error():
 def test_ood_mode_names_the_missing_training_file(runner, tiny_bert, tmp_path):
     data = _mnli_dir(tmp_path / "data")
     (data / "hans/hans_train.jsonl").unlink()
-    spec = RunSpec("srnet", "ood", task="mnli", backbone=str(tiny_bert), data_dir=str(data), max_examples=40,
+    spec = resolve_run("srnet", "ood", task="mnli", backbone=str(tiny_bert), data_dir=str(data), max_examples=40,
                    sparsity=0.5, params={**P, "ood_mix": 0.5})
     with pytest.raises(BenchError, match="ood_mix: HANS training set"):
         runner.candidate(spec)

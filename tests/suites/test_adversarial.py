@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from bench.errors import BenchError
-from bench.runner import RunSpec, expand
+from bench.spec.run import grid, resolve
 from suites.adversarial import AttackParams, load_rows, summarize
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -16,9 +16,10 @@ FT = {"epochs": 4, "batch_size": 16, "lr": 1e-3}
 
 @pytest.fixture
 def attack_spec(tiny_bert):
-    def make(suite="textfooler", out_params=None, **suite_params):
-        return RunSpec("finetune", suite, task="sent_synth", backbone=str(tiny_bert), max_examples=200,
-                       params=FT, data_dir=DATA, suite_params={"n": 8, **suite_params}, **(out_params or {}))
+    def make(recipe="textfooler", out_params=None, **suite_params):
+        return resolve("finetune", "adversarial", task="sent_synth", backbone=str(tiny_bert), max_examples=200,
+                       params=FT, data_dir=DATA, suite_params={"n": 8, "recipes": recipe, **suite_params},
+                       **(out_params or {}))
 
     return make
 
@@ -49,7 +50,7 @@ def test_record_numbers_are_recomputed_from_the_per_example_file(runner, attack_
 
 
 def test_an_interrupted_attack_resumes_and_equals_an_uninterrupted_one(tmp_path, attack_spec, monkeypatch):
-    from bench.runner import Runner
+    from bench.core.runner import Runner
     from suites.adversarial.resources import textattack
 
     spec = attack_spec("textbugger")  # random character edits: seeding per example matters
@@ -162,8 +163,8 @@ def test_pair_tasks_perturb_only_the_hypothesis(recipe, tiny_mlm):
 
 
 def test_pair_tasks_record_the_hypothesis_as_the_attacked_text(runner, tiny_bert):
-    spec = RunSpec("finetune", "textfooler", task="nli_synth", backbone=str(tiny_bert), max_examples=60,
-                   params=FT, data_dir=DATA, suite_params={"n": 6})
+    spec = resolve("finetune", "adversarial", task="nli_synth", backbone=str(tiny_bert), max_examples=60,
+                   params=FT, data_dir=DATA, suite_params={"n": 6, "recipes": "textfooler"})
     rec = runner.run(spec)
     assert rec.details["recipes"]["textfooler"]["settings"]["hypothesis_only"] is True
     hypotheses = {e.uid: e.text_b for e in runner.task_data(spec).test}
@@ -175,15 +176,15 @@ def test_pair_tasks_record_the_hypothesis_as_the_attacked_text(runner, tiny_bert
     "suite, params, message",
     [
         ("adversarial", {"recipes": "textfool"}, "unknown recipe 'textfool'; did you mean 'textfooler'?"),
-        ("adversarial", {"n": 0}, "n and batch_size must be at least 1"),
+        ("adversarial", {"n": -1}, "n must be at least 0"),
         ("adversarial", {"mlm": "/no/such/model"}, "--suite-param mlm=/no/such/model: no such file or directory"),
         ("adversarial", {"nn": 5}, "unknown parameter 'nn' for suite 'adversarial'; did you mean 'n'?"),
-        ("ood", {"n": 5}, "suite 'ood' takes no parameters"),
+        ("ood", {"n": 5}, "unknown parameter 'n' for suite 'ood'"),
     ],
 )
 def test_bad_suite_parameters_fail_before_any_work(tiny_bert, suite, params, message):
     with pytest.raises(BenchError, match=message.replace("?", r"\?")):
-        expand("finetune", suite, None, [0], backbone=str(tiny_bert), suite_params=params)
+        grid("finetune", suite, None, [0], backbone=str(tiny_bert), suite_params=params)
 
 
 def test_more_examples_than_the_test_split_is_an_error(runner, attack_spec):
@@ -191,15 +192,35 @@ def test_more_examples_than_the_test_split_is_an_error(runner, attack_spec):
         runner.run(attack_spec(n=500))
 
 
-def test_a_recipe_outside_a_part_is_an_error(runner, attack_spec):
-    with pytest.raises(BenchError, match="suite 'textfooler' has no recipe textbugger"):
-        runner.run(attack_spec("textfooler", recipes="textbugger"))
+def test_the_default_sample_fits_a_small_test_split(tiny_bert):
+    from bench.core.runner import Runner
+    from bench.registry import SUITES
+    from suites.adversarial import AttackParams
+
+    spec = resolve("finetune", "adversarial", task="sent_synth", backbone=str(tiny_bert), max_examples=20)
+    task = Runner(Path("unused"), progress=False, log=lambda m: None).task_data(spec)
+    assert len(task.test) == 20 and AttackParams().size(len(task.test)) == 20 and AttackParams().size(872) == 100
+    SUITES.get("adversarial").check(AttackParams(recipes="textfooler"), task, None)  # no n the user never gave
+
+
+def test_what_cannot_attack_fails_before_anything_trains(tiny_bert, tmp_path, capsys, monkeypatch):
+    """A 20-example task has too little text for BERT-Attack's masked-LM head: said before the
+    ticket is searched, trained and attacked by TextFooler, not after."""
+    from bench.cli import main
+    from suites.adversarial import mlm
+
+    monkeypatch.setattr(mlm, "OFFICIAL", "/no/such/bert-base-uncased")  # as on a machine without it
+    argv = ["run", "--method", "robust_tickets", "--suite", "adversarial", "--task", "sent_synth", "--max-examples", "20",
+            "--suite-param", "n=10", "--backbone", str(tiny_bert), "--out", str(tmp_path), "--quiet"]
+    assert main(argv) == 2
+    assert "too little text" in capsys.readouterr().err
+    assert not (tmp_path / "artifacts").exists()  # nothing was built
 
 
 def test_a_task_without_a_test_split_is_an_error(runner, attack_spec, monkeypatch):
     import dataclasses
 
-    from bench.runner import Runner
+    from bench.core.runner import Runner
 
     real = Runner.task_data
     monkeypatch.setattr(Runner, "task_data", lambda self, spec: dataclasses.replace(real(self, spec), test=[]))
@@ -216,13 +237,14 @@ def test_a_user_masked_lm_drives_bert_attack(runner, attack_spec, tiny_mlm):
 
 def test_attack_params_defaults_are_the_cpu_sizes():
     p = AttackParams()
-    assert p.n == 100 and p.chosen(("a", "b")) == ["a", "b"]
+    assert p.n == 0 and p.size(872) == 100 and p.size(40) == 40 and p.chosen(("a", "b")) == ["a", "b"]
 
 
 def test_glove_fallback_neighbours_are_other_words():
     """A swap to punctuation deletes the word, and TextAttack's windowed sentence-encoder
     constraint then fails on a text with no modified index (seen with 'great' -> a dash)."""
-    from suites.adversarial.resources import _glove, make_glove_embedding, textattack
+    from suites.adversarial.embeddings import _glove, make_glove_embedding
+    from suites.adversarial.resources import textattack
 
     textattack()
     emb = make_glove_embedding(_glove())

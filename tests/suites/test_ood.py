@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from bench.api import Candidate
-from bench.data import DataSource, EvalSet, Example, TaskData
+from bench.data.examples import DataSource, EvalSet, Example, TaskData
 from bench.errors import BenchError
-from suites.ood import HANS, OOD, PAWS
+from suites.ood import OOD, OODParams
 
 
 class FixedModel(torch.nn.Module):
@@ -50,7 +50,11 @@ def ctx(tiny_bert):
                     train=test, dev=test, test=test, sources=[src],
                     ood={"hans": EvalSet("hans", ("entailment", "non-entailment"), (0, 1, 1), "accuracy", "hans", lambda: (hans, src))})
     cand = Candidate(model=FixedModel(tok), tokenizer=tok, lineage={}, sparsity=SimpleNamespace())
-    return SimpleNamespace(task=task, device=torch.device("cpu"), precision="fp32"), cand
+    return SimpleNamespace(task=task, device=torch.device("cpu"), precision="fp32", suite_params=None), cand
+
+
+def _pools(c, pools: str):
+    return SimpleNamespace(**{**vars(c), "suite_params": OODParams(pools=pools)})
 
 
 def test_ood_suite_metrics_by_hand(ctx):
@@ -69,13 +73,15 @@ def test_ood_suite_metrics_by_hand(ctx):
     assert len(res.predictions) == 4 + 5
     fb = OOD().compare(m, {"id": 0.8, "pool/hans": 0.4})
     assert fb["f_bias/hans"] == pytest.approx(((0.75 - 0.6) / 0.75) / 0.5)
-    assert HANS().evaluate(cand, c).metrics["ood/hans"] == m["ood/hans"]
+    assert OOD().evaluate(cand, _pools(c, "hans")).metrics["ood/hans"] == m["ood/hans"]
 
 
-def test_part_without_a_matching_set_is_an_error(ctx):
+def test_a_pool_the_task_lacks_is_an_error_before_anything_runs(ctx):
     c, cand = ctx
-    with pytest.raises(BenchError, match="suite 'paws' has no OOD set for task 't'"):
-        PAWS().evaluate(cand, c)
+    with pytest.raises(BenchError, match=r"suite 'ood' has no OOD set in pools paws for task 't' \(its pools: hans\)"):
+        OOD().check(OODParams(pools="paws"), c.task, None)
+    with pytest.raises(BenchError, match="has no OOD set in pools paws"):
+        OOD().evaluate(cand, _pools(c, "paws"))
 
 
 def test_paws_uses_weighted_f1(ctx):
@@ -83,7 +89,7 @@ def test_paws_uses_weighted_f1(ctx):
     src = DataSource("synthetic", "x")
     paws = [_ex("p1", 0, 0), _ex("p2", 0, 0), _ex("p3", 1, 0), _ex("p4", 1, 1), _ex("p5", 1, 1), _ex("p6", 1, 1)]
     c.task.ood = {"paws_wiki": EvalSet("paws_wiki", ("no", "yes"), (0, 1, 1), "f1_weighted", "paws", lambda: (paws, src))}
-    m = PAWS().evaluate(cand, c).metrics
+    m = OOD().evaluate(cand, _pools(c, "paws")).metrics
     # class 0: P 2/3 R 1 F1 .8 (support 2); class 1: P 1 R 3/4 F1 6/7 (support 4)
     assert m["ood/paws_wiki"] == pytest.approx((2 * 0.8 + 4 * 6 / 7) / 6)
     assert m["ood/paws_wiki/acc"] == pytest.approx(5 / 6)

@@ -1,0 +1,65 @@
+"""The candidate cache: a built candidate is stored under ``<out>/artifacts/<method>-<key>``, the
+key hashing its whole lineage (method, typed params, task and data checksums, backbone and its
+fingerprint, seed, sparsity, precision, device), so that a rerun or another suite reuses it.
+Saved with safetensors and read back without running any code from the checkpoint."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from bench.api import Candidate
+from bench.core.atomic import atomic_dir, write_atomic
+from bench.data.examples import TaskData
+from bench.errors import BenchError
+from bench.model.backbone import Backbone, load_tokenizer, resolve
+from bench.model.heads import load_pruned
+from bench.model.masking import sparsity_report
+from bench.registry import METHODS
+from bench.spec.run import RunSpec, digest
+
+
+def lineage(spec: RunSpec, task: TaskData) -> dict:
+    """Everything that decides a candidate; its hash names the artifact."""
+    extra = METHODS.get(spec.method).lineage_extra(task, spec.data_path, spec.params)
+    out = {"method": spec.method, "params": dataclasses.asdict(spec.params), "task": spec.task,
+           "data": task.id_checksums(), "max_examples": spec.max_examples, "backbone": spec.backbone,
+           "backbone_fingerprint": resolve(spec.backbone).fingerprint(), "seed": spec.seed,
+           "sparsity": spec.sparsity, "precision": spec.precision, "device": spec.device}
+    out = out | ({"extra": extra} if extra else {})
+    return out | {"key": f"{spec.method}-{digest(out)}"}
+
+
+def save(art: Path, cand: Candidate) -> None:
+    """Weights (masks baked in), tokenizer, binary masks and metadata, published atomically."""
+    with atomic_dir(art) as tmp:
+        cand.model.save_pretrained(tmp, safe_serialization=True)
+        cand.tokenizer.save_pretrained(tmp)
+        if cand.masks:
+            save_file({k: v.to(torch.uint8).contiguous() for k, v in cand.masks.items()}, str(tmp / "masks.safetensors"))
+        meta = {"lineage": cand.lineage, "info": cand.info, "sparsity": cand.sparsity.to_dict()}
+        write_atomic(tmp / "candidate.json", json.dumps(meta, indent=1, default=str))
+
+
+def load(art: Path, lineage: dict) -> Candidate:
+    """A cached candidate, or a one-line error naming the directory to delete."""
+    from transformers import AutoModelForSequenceClassification
+
+    try:
+        meta = json.loads((art / "candidate.json").read_text())
+        if "bench_kept_heads" in json.loads((art / "config.json").read_text()):  # heads removed
+            model = load_pruned(art, AutoModelForSequenceClassification)
+        else:
+            model = AutoModelForSequenceClassification.from_pretrained(art, local_files_only=True, use_safetensors=True)
+        masks = {}
+        if (art / "masks.safetensors").is_file():
+            masks = {k: v.bool() for k, v in load_file(str(art / "masks.safetensors")).items()}
+    except Exception as e:
+        raise BenchError(f"cached checkpoint {art} is unreadable ({type(e).__name__}); delete that directory to rebuild it") from e
+    tok = load_tokenizer(Backbone(str(art), str(art), True))
+    return Candidate(model=model, tokenizer=tok, lineage=lineage, info=meta["info"], masks=masks,
+                     sparsity=sparsity_report(model))  # counted from the weights, as when it was saved

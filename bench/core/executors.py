@@ -1,0 +1,188 @@
+"""Run a sweep's jobs: in this process, in a local process pool, or as Ray tasks.
+
+All three walk the same plan with the standard library's ``graphlib.TopologicalSorter``: a job
+starts once everything it needs is done, a failed job's dependents are skipped (their
+failure names it), and every other job goes on. Each job is an ordinary ``Runner`` call, so
+its artifacts and record land under the sweep's output directory exactly as ``bench run``
+writes them: atomically, once, whichever worker finishes first (a candidate built twice by a
+race keeps the first copy; a record is one file named by its run id). With Ray the output
+directory must be a path every node sees.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import graphlib
+import multiprocessing
+import os
+import time
+import traceback
+from collections.abc import Callable, Collection, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.errors import BenchError
+from bench.spec.plan import Job
+
+EXECUTORS = ("local", "pool", "ray")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    job: str
+    ok: bool
+    seconds: float
+    message: str = ""  # the run id of an evaluation, or why the job failed
+    label: str = ""  # the job's label, for messages
+
+
+_RUNNERS: dict[str, object] = {}
+
+
+def execute(job: Job, out: str, threads: int, progress: bool = False, force: bool = False,
+            log: Callable[[str], None] | None = None) -> Outcome:
+    """One job in this process (a pool or Ray worker calls it too); ``force`` evaluates again
+    even when the record exists."""
+    import torch
+
+    from bench.core.runner import Runner
+
+    t0 = time.time()
+    if threads > 0:
+        torch.set_num_threads(threads)
+    runner = _RUNNERS.get(out)
+    if runner is None:
+        runner = _RUNNERS[out] = Runner(Path(out), progress=progress, log=lambda m: None)
+    runner.progress, runner.log = progress, log or (lambda m: None)
+    try:
+        if job.kind == "build":
+            runner.candidate(job.spec)  # loads, or builds and caches
+            message = ""
+        else:
+            message = runner.run(job.spec, force=force).run_id  # skipped when its record exists
+    except BenchError as e:
+        return Outcome(job.id, False, time.time() - t0, str(e))
+    except Exception as e:  # a bug in one job must not take the sweep's other jobs down with it
+        where = "".join(traceback.format_exception(e)[-3:-1]).strip().replace("\n", " | ")
+        return Outcome(job.id, False, time.time() - t0, f"{type(e).__name__}: {e} ({where})")
+    return Outcome(job.id, True, time.time() - t0, message)
+
+
+def check_installed(executor: str) -> None:
+    """Before anything runs: the executor exists and its engine is importable."""
+    if executor not in EXECUTORS:
+        from bench.registry import did_you_mean
+
+        raise BenchError(f"unknown executor '{executor}'{did_you_mean(executor, list(EXECUTORS))}")
+    if executor == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise BenchError("executor 'ray' is not installed: pip install -e '.[ray]'") from None
+
+
+def run_jobs(jobs: dict[str, Job], out: Path, executor: str = "local", workers: int = 0, cpus_per_job: int = 0,
+             ray_address: str | None = None, log: Callable[[str], None] = print, progress: bool = False,
+             force: Collection[str] = (), fail_fast: bool = False,
+             runner_log: Callable[[str], None] | None = None) -> list[Outcome]:
+    """Run every job after its dependencies; returns one outcome per job, in finishing order.
+    The evaluations whose ids are in ``force`` run again even when their record exists.
+    ``fail_fast`` raises the first failure's message as a BenchError (``bench run``), instead of
+    going on with the jobs that do not need it (``bench sweep``)."""
+    check_installed(executor)
+    cores = os.cpu_count() or 1
+    workers = workers or (1 if executor == "local" else max(1, cores // max(cpus_per_job, 1) if cpus_per_job else cores))
+    threads = cpus_per_job or max(1, cores // workers)
+    submit = {"local": _local, "pool": _pool, "ray": _ray}[executor]
+    sorter = graphlib.TopologicalSorter({jid: [d for d in job.deps if d in jobs] for jid, job in jobs.items()})
+    sorter.prepare()
+    failed: dict[str, str] = {}
+    outcomes: list[Outcome] = []
+
+    def ready() -> list[Job]:
+        """Jobs whose dependencies are done; those that need a failed job fail at once."""
+        out_jobs = []
+        for jid in sorter.get_ready():
+            bad = [d for d in jobs[jid].deps if d in failed]
+            if bad:
+                finish(Outcome(jid, False, 0.0, f"skipped: needs '{jobs[bad[0]].label}', which failed"))
+            else:
+                out_jobs.append(jobs[jid])
+        return out_jobs
+
+    def finish(o: Outcome) -> None:
+        o = dataclasses.replace(o, label=jobs[o.job].label)
+        if not o.ok and fail_fast:
+            raise BenchError(o.message)
+        if not o.ok:
+            failed[o.job] = o.message
+        outcomes.append(o)
+        sorter.done(o.job)
+        state = "done" if o.ok else f"FAILED: {o.message}"
+        log(f"[sweep] {len(outcomes)}/{len(jobs)} {jobs[o.job].label} ({o.seconds:.0f} s) {state}")
+
+    forced = frozenset(force)
+    for o in submit(ready, sorter, jobs, str(out), threads, workers, ray_address, progress, forced, runner_log):
+        finish(o)
+    return outcomes
+
+
+def _local(ready, sorter, jobs, out, threads, workers, ray_address, progress, forced, log) -> Iterator[Outcome]:
+    while sorter.is_active():
+        batch = ready()
+        if not batch and sorter.is_active():
+            continue  # skipped jobs were finished inside ready(); their dependents come next
+        for job in batch:
+            yield execute(job, out, threads, progress, job.id in forced, log)
+
+
+def _pool(ready, sorter, jobs, out, threads, workers, ray_address, progress, forced, log) -> Iterator[Outcome]:
+    ctx = multiprocessing.get_context("spawn")  # no forked torch state
+    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        running: dict[cf.Future, Job] = {}
+        try:
+            while sorter.is_active():
+                for job in ready():
+                    running[pool.submit(execute, job, out, threads, False, job.id in forced)] = job
+                if not running:
+                    continue
+                finished, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
+                for fut in finished:
+                    job = running.pop(fut)
+                    try:
+                        yield fut.result()
+                    except cf.process.BrokenProcessPool as e:
+                        raise BenchError(f"a worker process died while running '{job.label}' ({e})") from e
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+
+
+def _ray(ready, sorter, jobs, out, threads, workers, ray_address, progress, forced, log) -> Iterator[Outcome]:
+    import ray
+
+    started = not ray.is_initialized()
+    if started:
+        kwargs = {"address": ray_address} if ray_address else {"num_cpus": threads * workers}
+        ray.init(include_dashboard=False, log_to_driver=False, **kwargs)
+    remote = ray.remote(execute)
+    try:
+        running: dict = {}
+        while sorter.is_active():
+            for job in ready():
+                gpus = 1 if job.spec.device == "cuda" else 0
+                ref = remote.options(num_cpus=threads, num_gpus=gpus, max_retries=0).remote(job, out, threads, False, job.id in forced)
+                running[ref] = job
+            if not running:
+                continue
+            done, _ = ray.wait(list(running), num_returns=1)
+            for ref in done:
+                job = running.pop(ref)
+                try:
+                    yield ray.get(ref)
+                except ray.exceptions.RayError as e:
+                    yield Outcome(job.id, False, 0.0, f"ray: {type(e).__name__}: {str(e).splitlines()[0]}")
+    finally:
+        if started:
+            ray.shutdown()

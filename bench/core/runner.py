@@ -1,0 +1,170 @@
+"""The core flow of one run: resolved spec -> cached or built candidate -> suite -> record.
+
+Knows methods and suites only through the registry, and nothing of the command line. A record
+is written once its run has finished, atomically; a rerun skips runs whose record exists, so an
+interrupted sweep picks up where it stopped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import torch
+
+from bench import __version__
+from bench.api import Candidate, Context, Method, Need, Suite
+from bench.core import cache
+from bench.core.atomic import write_atomic
+from bench.core.provenance import Provenance, device_info, git_state, versions
+from bench.core.records import Record, load_record
+from bench.data.examples import TaskData
+from bench.errors import BenchError
+from bench.model.backbone import load_classifier, resolve
+from bench.model.efficiency import measure
+from bench.model.masking import bake, current_masks, sparsity_report
+from bench.registry import METHODS, SUITES, TASKS
+from bench.spec.requires import needed, reference_need, reference_of
+from bench.spec.run import RunSpec, digest
+
+
+def torch_device(spec: RunSpec) -> torch.device:
+    if spec.device == "cuda" and not torch.cuda.is_available():
+        raise BenchError("--device cuda was asked for but torch sees no CUDA device (CPU wheel or no GPU)")
+    return torch.device(spec.device)
+
+
+class Runner:
+    def __init__(self, out: Path, progress: bool = True, log=print) -> None:
+        self.out = Path(out)
+        self.progress = progress
+        self.log = log
+        self._dense: dict[tuple, torch.nn.Module] = {}
+        self._tasks: dict[tuple, TaskData] = {}
+        git_state(), versions()  # the code's commit and packages now, before hours of runs
+
+    def task_data(self, spec: RunSpec) -> TaskData:
+        """The run's task, read or generated once per runner, capped at ``max_examples``."""
+        k = (spec.task, spec.data_dir, spec.max_examples)
+        if k not in self._tasks:
+            self._tasks[k] = TASKS.get(spec.task).load(spec.data_path).limited(spec.max_examples)
+        return self._tasks[k]
+
+    # --- candidates ---------------------------------------------------------------------------
+    def artifact(self, spec: RunSpec) -> tuple[Path, dict]:
+        """Where the candidate of ``spec`` is cached, and its lineage (with its ``key``)."""
+        lineage = cache.lineage(spec, self.task_data(spec))
+        return self.out / "artifacts" / lineage["key"], lineage
+
+    def candidate(self, spec: RunSpec) -> Candidate:
+        """The cached candidate of ``spec``, or its method's build, cached."""
+        art, lineage = self.artifact(spec)
+        if (art / "candidate.json").is_file():
+            return cache.load(art, lineage)
+        method: Method = METHODS.get(spec.method)
+        self.log(f"[bench] building {method.label(spec.params)} sparsity={spec.sparsity} seed={spec.seed} on {spec.task}")
+        torch.manual_seed(spec.seed)
+        cand = method.build(self.context(spec, for_suite=False), spec.params)
+        cand.lineage = lineage
+        cand.masks = current_masks(cand.model)
+        bake(cand.model)  # the report counts the plain exported weights, nothing of the mask machinery
+        cand.sparsity = sparsity_report(cand.model)
+        if method.sparse and spec.sparsity and cand.sparsity.sparsity < spec.sparsity - 1e-3:  # rounding
+            raise BenchError(f"{spec.method} reached sparsity {cand.sparsity.sparsity:.4f} below its target "
+                             f"{spec.sparsity} (too few training steps? raise --param epochs or --max-examples)")
+        cache.save(art, cand)
+        return cand
+
+    def context(self, spec: RunSpec, for_suite: bool) -> Context:
+        """What a method's build (no OOD test sets) or a suite's evaluation may use."""
+        declared = needed(spec.candidate())
+
+        def require(need: Need) -> Candidate:
+            sub = spec.with_method(need.method, need.sparsity, need.params)
+            if sub not in declared:
+                raise BenchError(f"method '{spec.method}' requires {need.method} (sparsity {need.sparsity}) without "
+                                 "declaring it in its requires(); declare it so that sweeps build it first")
+            return self.candidate(sub)
+
+        task = self.task_data(spec)
+        return Context(
+            task=task if for_suite else task.for_methods(), backbone=resolve(spec.backbone), seed=spec.seed,
+            sparsity=spec.sparsity, device=torch_device(spec), precision=spec.precision, require=require,
+            reference=reference_need(spec), progress=self.progress, data_dir=spec.data_path,
+            suite_params=spec.suite_params if for_suite else None,
+            scratch=self.out / "partial" / self.run_id(spec) if for_suite else None,
+        )
+
+    def dense(self, spec: RunSpec, num_labels: int):
+        """The uncompressed architecture of the backbone, timed beside every candidate."""
+        key = (spec.backbone, num_labels)
+        if key not in self._dense:
+            self._dense[key] = load_classifier(resolve(spec.backbone), num_labels, seed=0)
+        return self._dense[key]
+
+    # --- runs ----------------------------------------------------------------------------------
+    def run_id(self, spec: RunSpec) -> str:
+        task = self.task_data(spec)
+        sp = "dense" if spec.sparsity is None else f"s{spec.sparsity:g}"
+        conf = spec.config() | {"data": task.checksums(), "params": dataclasses.asdict(spec.params),
+                                "backbone_fingerprint": resolve(spec.backbone).fingerprint()}
+        if suite_fp := SUITES.get(spec.suite).fingerprint(spec.data_path):
+            conf["suite"] = suite_fp
+        conf.pop("data_dir")  # where the files are does not change the run; their checksums do
+        return f"{spec.task}__{spec.method}__{spec.suite}__{sp}__seed{spec.seed}__{digest(conf)}"
+
+    def run(self, spec: RunSpec, force: bool = False) -> Record:
+        """The record of ``spec``: read when it exists (unless ``force``), else made and written."""
+        rid = self.run_id(spec)
+        path = self.out / "records" / f"{rid}.json"
+        if path.is_file() and not force:
+            self.log(f"[bench] {rid}: record exists, skipped")
+            return load_record(path)
+        t0 = time.time()
+        method: Method = METHODS.get(spec.method)
+        suite: Suite = SUITES.get(spec.suite)
+        cand = self.candidate(spec.candidate())
+        ctx = self.context(spec, for_suite=True)
+        self.log(f"[bench] evaluating {method.label(spec.params)} with suite {spec.suite}")
+        result = suite.evaluate(cand, ctx)
+        task = ctx.task
+        metrics = dict(result.metrics)
+        metrics.update(measure(cand.model, cand.tokenizer, self.dense(spec, len(task.labels)), task.test or task.dev,
+                               task.max_length, ctx.device, spec.precision, self.out / "artifacts" / cand.lineage["key"]))
+        reference = self._compare(spec, rid, suite, metrics)
+        write_atomic(self.out / "predictions" / f"{rid}.jsonl", "".join(json.dumps(r) + "\n" for r in result.predictions))
+        record = Record(
+            run_id=rid, method=spec.method, label=method.label(spec.params), params=dataclasses.asdict(spec.params),
+            task=spec.task, backbone=spec.backbone, seed=spec.seed, suite=spec.suite,
+            sparsity={"target": spec.sparsity, **cand.sparsity.to_dict()}, metrics=metrics, details=result.details,
+            method_info=cand.info, predictions=f"../predictions/{rid}.jsonl", reference=reference,
+            artifact={"dir": f"../artifacts/{cand.lineage['key']}", "key": cand.lineage["key"]},
+            provenance=dataclasses.asdict(Provenance(
+                config=spec.config() | {"bench": __version__},
+                data={"note": task.note, "sources": [dataclasses.asdict(s) for s in task.sources]
+                      + [dataclasses.asdict(o.source) for o in task.ood.values()]},
+                device=device_info(ctx.device), wall_seconds=round(time.time() - t0, 2),
+            )),
+            created=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+        write_atomic(path, record.to_json())
+        shutil.rmtree(ctx.scratch, ignore_errors=True)
+        self.log(f"[bench] wrote {path}")
+        return load_record(path)  # exactly what a later reader sees (undefined numbers as None)
+
+    def _compare(self, spec: RunSpec, rid: str, suite: Suite, metrics: dict) -> str | None:
+        """Add the suite's comparison with the reference run (F_bias) to ``metrics``; returns
+        the reference's run id (this run's own when it is the reference)."""
+        ref = reference_of(spec)
+        if ref is None:
+            return None
+        if ref == spec:
+            metrics.update(suite.compare(metrics, metrics))
+            return rid
+        record = self.run(ref)
+        metrics.update(suite.compare(metrics, record.metrics))
+        return record.run_id

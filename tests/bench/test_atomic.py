@@ -1,0 +1,70 @@
+"""Writes are atomic: two identical processes on one output directory both finish, and what
+they leave is one whole copy of everything, no half files and no temporary names."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.core.atomic import atomic_dir
+
+
+def _slow_build(final: str, tag: str) -> None:
+    with atomic_dir(Path(final)) as tmp:
+        for i in range(5):
+            (tmp / f"part{i}.txt").write_text(tag)
+            time.sleep(0.05)
+
+
+def test_two_builders_of_one_directory_leave_one_whole_copy(tmp_path):
+    final = tmp_path / "cache" / "artifact"
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_slow_build, args=(str(final), tag)) for tag in ("a", "b")]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0]
+    tags = {f.read_text() for f in final.iterdir()}
+    assert sorted(f.name for f in final.iterdir()) == [f"part{i}.txt" for i in range(5)] and len(tags) == 1
+    assert [p.name for p in final.parent.iterdir()] == ["artifact"]  # no temporary directory left
+
+
+def test_a_failed_build_leaves_nothing(tmp_path):
+    final = tmp_path / "artifact"
+    with pytest.raises(RuntimeError), atomic_dir(final) as tmp:
+        (tmp / "half.txt").write_text("x")
+        raise RuntimeError("killed")
+    assert not final.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_two_identical_runs_on_one_output_directory(tmp_path, tiny_bert):
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "bench", "run", "--method", "imp", "--suite", "ood", "--sparsity", "0.5",
+            "--backbone", str(tiny_bert), "--max-examples", "40", "--param", "epochs=1", "--param", "batch_size=8",
+            "--out", str(out), "--quiet"]
+    env = {**os.environ, "BENCH_CACHE": os.environ.get("BENCH_CACHE", str(tmp_path / "cache"))}
+    procs = [subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in results]
+    records = sorted((out / "records").glob("*.json"))
+    assert len(records) == 2  # imp and its F_bias reference, each once
+    for r in records:
+        rec = json.loads(r.read_text())
+        assert (r.parent / rec["predictions"]).is_file() and (r.parent / rec["artifact"]["dir"] / "candidate.json").is_file()
+    leftovers = [p for p in out.rglob("*") if p.name.startswith(".") or p.name.endswith(".tmp")]
+    assert not leftovers
+    from bench.core.runner import Runner
+    from bench.spec.run import resolve
+
+    spec = resolve("imp", "ood", sparsity=0.5, backbone=str(tiny_bert), max_examples=40,
+                   params={"epochs": 1, "batch_size": 8})
+    cand = Runner(out, progress=False, log=lambda m: None).candidate(spec.candidate())  # loads, whole
+    assert cand.sparsity.sparsity == pytest.approx(0.5, abs=1e-6)

@@ -1,0 +1,39 @@
+"""Generated pages stay in step with the code: the registry reference and the README's headline."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_reference_page_is_what_bench_ls_prints():
+    # a fresh process: plug-ins other tests install in-process must not leak into the page
+    out = subprocess.run([sys.executable, "-m", "bench", "ls", "--markdown"], capture_output=True, text=True,
+                         timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert (ROOT / "docs" / "reference.md").read_text() == out.stdout, (
+        "docs/reference.md is out of date: python -m bench ls --markdown > docs/reference.md")
+
+
+def test_the_readme_headline_is_generated_from_the_committed_records():
+    from leaderboard.headline import render, splice
+
+    readme = (ROOT / "README.md").read_text()
+    assert splice(readme, render(ROOT / "results")) == readme, (
+        "README.md's headline is out of date: python -m leaderboard.headline")
+
+
+def test_the_readme_is_a_front_door():
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.encode()) < 10_000
+    for page in ("docs/reference.md", "docs/usage.md", "docs/install.md", "docs/architecture.md"):
+        assert f"]({page})" in readme and (ROOT / page).is_file()
+
+
+def test_ci_runs_the_readme_s_second_command():
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()[-1]
+    assert ci.startswith("python3 -m venv .venv && ") and ci in readme
