@@ -29,7 +29,7 @@ Paradigms (figure 1 of the paper):
 training set is added as OOD *training* data (HANS train for MNLI, PAWS train for QQP,
 FEVER-Symm v2 dev x10 for FEVER), never OOD test data; methods never see OOD test sets.
 
-CPU scale (README, SRNet section): the paper trains masks for ~60k steps at lr 5e-5 (warm-up
+CPU scale (results/srnet/findings.md): the paper trains masks for ~60k steps at lr 5e-5 (warm-up
 3,600) and resets phi every 1,000 steps; here mask training has ~300 steps. Adam moves every
 score by about lr per step whatever its gradient's size, so with hard init all scores start
 alpha*phi - phi = 0.01 from the threshold and cross it together: at lr 5e-5 none crosses in
