@@ -1,10 +1,12 @@
 """Command line: ``python -m bench run | sweep | ls | leaderboard``.
 
-The whole flow in one place: parse -> expand runs (sparsities x seeds) -> Runner.run each
-(method builds or reuses a cached candidate; suite judges it; a record is written) ->
-leaderboard regenerated from the records. ``sweep`` does the same for a spec file's grid:
-plan the jobs (bench.spec.sweep), run them with an executor (bench.spec.executors), then the
-leaderboard. Bad input ends with one line on stderr, exit 2.
+The whole flow in one place. ``run`` is a one-group sweep: its flags are resolved into typed
+runs (``bench.spec.run.grid``), a ``sweep`` reads them from a spec file (``bench.spec.sweep``);
+then both take the same path (``execute``): the job plan (``bench.spec.plan``), the checks
+that need no training (``bench.core.preflight``), the jobs run by an executor
+(``bench.core.executors``), each a ``Runner`` call (``bench.core.runner``) that builds or
+reuses a candidate, judges it with a suite and writes a record (``bench.core.records``); then
+the leaderboard from the records. Bad input ends with one line on stderr, exit 2.
 """
 
 from __future__ import annotations
@@ -22,6 +24,14 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(2, f"bench: error: {message} (see 'bench {self.prog.split()[-1]} --help')\n")
+
+
+def _executor_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--executor", default="local", help="local (in this process), pool (local processes) or ray")
+    p.add_argument("--workers", type=int, default=0,
+                   help="parallel jobs (default: cores / cpus-per-job, at most the number of jobs)")
+    p.add_argument("--cpus-per-job", type=int, default=0, help="torch threads (and Ray CPUs) per job")
+    p.add_argument("--ray-address", help="an existing Ray cluster (default: start a local instance)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -44,14 +54,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--max-examples", type=int, help="cap every split at N examples (stratified, seeded)")
     run.add_argument("--force", action="store_true", help="evaluate again even if the record exists (cached models are reused; delete OUT/artifacts/... to retrain)")
     run.add_argument("--quiet", action="store_true", help="no progress bars or progress lines")
+    _executor_flags(run)
 
     sw = sub.add_parser("sweep", help="run a spec file's grid of methods x params x sparsities x tasks x suites x seeds")
     sw.add_argument("spec", help="a TOML sweep spec (see sweeps/)")
     sw.add_argument("--out", default=DEFAULT_OUT, help="output directory (shared by every worker)")
-    sw.add_argument("--executor", default="local", help="local (in this process), pool (local processes) or ray")
-    sw.add_argument("--workers", type=int, default=0, help="parallel jobs (default: cores / cpus-per-job)")
-    sw.add_argument("--cpus-per-job", type=int, default=0, help="torch threads (and Ray CPUs) per job")
-    sw.add_argument("--ray-address", help="an existing Ray cluster (default: start a local instance)")
+    _executor_flags(sw)
     sw.add_argument("--device", choices=["cpu", "cuda"], help="run every job on this device (default: the spec's)")
     sw.add_argument("--dry-run", action="store_true", help="show the jobs, their dependencies and an estimate; run nothing")
     for key in ("method", "suite", "task"):
@@ -148,9 +156,12 @@ def execute(runs: list, out: Path, *, executor: str = "local", workers: int = 0,
     from bench.core.executors import check_installed, run_jobs
     from bench.core.preflight import preflight
     from bench.core.runner import Runner
+    from bench.errors import BenchError
     from bench.spec.plan import pending, plan
 
     check_installed(executor)
+    if workers < 0 or cpus_per_job < 0:
+        raise BenchError("--workers and --cpus-per-job must be at least 0")
     jobs = plan(runs)
     runner = Runner(out, progress=False, log=lambda m: None)
     done, unknown = finished(jobs, runner)
@@ -180,7 +191,8 @@ def cmd_run(a: argparse.Namespace) -> None:
                 params=split_assignments(a.param), suite_params=split_assignments(a.suite_param),
                 data_dir=a.data_dir, max_examples=a.max_examples, device=a.device, precision=a.precision)
     out = Path(a.out)
-    execute(runs, out, force=a.force, quiet=a.quiet, fail_fast=True)
+    execute(runs, out, executor=a.executor, workers=a.workers, cpus_per_job=a.cpus_per_job,
+            ray_address=a.ray_address, force=a.force, quiet=a.quiet, fail_fast=True)
     runner = Runner(out, progress=False, log=lambda m: None)
     for spec in runs:
         record = load_record(out / "records" / f"{runner.run_id(spec)}.json")
@@ -191,12 +203,9 @@ def cmd_run(a: argparse.Namespace) -> None:
 
 def cmd_sweep(a: argparse.Namespace) -> int:
     from bench.core.records import write_references
-    from bench.errors import BenchError
     from bench.spec.sweep import load_spec, runs
 
     spec = load_spec(Path(a.spec))
-    if a.workers < 0 or a.cpus_per_job < 0:
-        raise BenchError("--workers and --cpus-per-job must be at least 0")
     only = {k: getattr(a, k) for k in ("method", "suite", "task") if getattr(a, k)}
     out = Path(a.out)
     todo = runs(spec, only, check_backbones=not a.dry_run, device=a.device)

@@ -32,11 +32,11 @@ from bench.api import Candidate, Context, Method
 from bench.core.atomic import atomic_dir
 from bench.data.corpus import cache_dir, corpus, held_out_texts
 from bench.errors import BenchError
+from bench.model.arch import keep_layers, layers, truncate
 from bench.model.backbone import Backbone, _fingerprint, load_classifier, load_tokenizer
 from bench.model.losses import ce
 from bench.model.train import TrainParams, train
 from bench.registry import METHODS
-from methods.kit import truncate
 
 DISTILL_STEPS = 1500
 DISTILL_BATCH = 48
@@ -57,7 +57,7 @@ class DistilledParams(TrainParams):
 
 
 def _depth(model) -> int:
-    return len(model.base_model.encoder.layer)
+    return len(layers(model))
 
 
 def _corpus(task, data_dir) -> tuple[list[str], str, str]:
@@ -74,14 +74,13 @@ def distill_student(bb: Backbone, keep: int, texts: list[str], out: Path, progre
     if len(texts) < HELD_OUT + 100:
         raise BenchError(f"too little text ({len(texts)} sentences) to distil a student; pass --data-dir")
     tok = AutoTokenizer.from_pretrained(bb.path, local_files_only=bb.local_only)
-    teacher = AutoModel.from_pretrained(bb.path, local_files_only=bb.local_only, add_pooling_layer=False).eval()
-    depth = len(teacher.encoder.layer)
+    teacher = AutoModel.from_pretrained(bb.path, local_files_only=bb.local_only).eval()
+    depth = len(layers(teacher))
     stride = depth // keep
     mapping = [stride * (i + 1) for i in range(keep)]  # student layer i <- teacher layer mapping[i] (1-based)
     torch.manual_seed(0)
-    student = AutoModel.from_pretrained(bb.path, local_files_only=bb.local_only, add_pooling_layer=True)
-    student.encoder.layer = torch.nn.ModuleList([student.encoder.layer[m - 1] for m in mapping])
-    student.config.num_hidden_layers = keep
+    student = AutoModel.from_pretrained(bb.path, local_files_only=bb.local_only)
+    keep_layers(student, [m - 1 for m in mapping])
     for q in student.embeddings.parameters():
         q.requires_grad_(False)
     params = [q for q in student.parameters() if q.requires_grad]

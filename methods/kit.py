@@ -1,5 +1,5 @@
 """What methods share, so that no method imports another: the fine-tuned start model they ask
-for, IMP's pruning schedule (SRNet appendix A.1.1) as a training hook, and truncated students."""
+for, and IMP's pruning schedule (SRNet appendix A.1.1) as a training hook."""
 
 from __future__ import annotations
 
@@ -44,7 +44,3 @@ class IMPHook:
         return lambda step: step > (max(self.steps) if self.steps else -1)
 
 
-def truncate(model, keep: int) -> None:
-    """The first ``keep`` layers of the encoder (the "truncated" student of Du et al. 2023)."""
-    model.base_model.encoder.layer = model.base_model.encoder.layer[:keep]
-    model.config.num_hidden_layers = keep

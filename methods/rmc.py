@@ -39,12 +39,14 @@ import torch.nn.functional as F
 
 from bench.api import Candidate, Context, Method, Need
 from bench.errors import BenchError
+from bench.model.arch import layers as encoder_layers
+from bench.model.arch import truncate
 from bench.model.backbone import load_classifier, load_tokenizer
 from bench.model.masking import check_sparsity
 from bench.model.predict import predict_logits
 from bench.model.train import TrainParams, train
 from bench.registry import METHODS
-from methods.kit import IMPHook, finetuned, truncate
+from methods.kit import IMPHook, finetuned
 
 TASK_ALPHA = {"mnli": 0.5, "mnli_full": 0.5, "nli_synth": 0.5, "fever": 0.3, "qqp": 0.2}
 EPS = 1e-12
@@ -216,7 +218,7 @@ class RMC(Method):
         """(model, on_step, select_from, info) for the student being trained."""
         model = load_classifier(ctx.backbone, len(ctx.task.labels), ctx.seed)
         if p.student == "truncated":
-            layers = model.base_model.encoder.layer
+            layers = encoder_layers(model)
             keep = p.student_layers or math.ceil(len(layers) / 2)
             if keep > len(layers):
                 raise BenchError(f"student_layers={keep} is more than the teacher's {len(layers)} layers")

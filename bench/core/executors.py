@@ -92,7 +92,10 @@ def run_jobs(jobs: dict[str, Job], out: Path, executor: str = "local", workers: 
     going on with the jobs that do not need it (``bench sweep``)."""
     check_installed(executor)
     cores = os.cpu_count() or 1
-    workers = workers or (1 if executor == "local" else max(1, cores // max(cpus_per_job, 1) if cpus_per_job else cores))
+    # one thread per job scales better than two threads per job on small CPUs (MiniLM on 2 cores:
+    # 0.79 s/step with 1 thread, 0.74 with 2; two 1-thread jobs side by side 0.83-0.89 s/step each)
+    workers = workers or (1 if executor == "local" else
+                          max(1, min(cores // max(cpus_per_job, 1) if cpus_per_job else cores, len(jobs))))
     threads = cpus_per_job or max(1, cores // workers)
     submit = {"local": _local, "pool": _pool, "ray": _ray}[executor]
     sorter = graphlib.TopologicalSorter({jid: [d for d in job.deps if d in jobs] for jid, job in jobs.items()})

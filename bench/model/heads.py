@@ -17,15 +17,12 @@ import torch
 from torch import nn
 
 from bench.errors import BenchError
-
-
-def _layers(model: nn.Module):
-    return model.base_model.encoder.layer
+from bench.model.arch import attention, layers, num_heads, set_heads, set_output
 
 
 def head_shape(model: nn.Module) -> tuple[int, int]:
     """(layers, heads per layer) of the unpruned architecture."""
-    return len(_layers(model)), model.config.num_attention_heads
+    return len(layers(model)), num_heads(model)
 
 
 class HeadGates:
@@ -39,14 +36,15 @@ class HeadGates:
         self.importance = torch.zeros(n_layers, n_heads)
         self.batches = 0
         self.handles = []
-        for i, layer in enumerate(_layers(model)):
-            size = layer.attention.self.attention_head_size
+        for i, layer in enumerate(layers(model)):
+            att = attention(layer)
+            size = att.head_size
 
             def hook(module, args, i=i, size=size):
                 gate = (self.gates[i] * self.keep[i]).to(args[0].device, args[0].dtype).repeat_interleave(size)
                 return (args[0] * gate, *args[1:])
 
-            self.handles.append(layer.attention.output.dense.register_forward_pre_hook(hook))
+            self.handles.append(att.output.register_forward_pre_hook(hook))
 
     def accumulate(self) -> None:
         """Add |dL/dxi| of the last backward pass (Michel et al. 2019, eq. 2)."""
@@ -104,22 +102,22 @@ def remove_heads(model: nn.Module, prune: dict[int, list[int]]) -> None:
     _, n_heads = head_shape(model)
     kept = {int(k): v for k, v in (getattr(model.config, "bench_kept_heads", None) or {}).items()}
     for layer_idx, heads in prune.items():
-        attn = _layers(model)[layer_idx].attention
+        layer = layers(model)[layer_idx]
+        if isinstance(getattr(layer.attention, "self", None), _NoHeads):
+            continue
+        att = attention(layer)
         current = kept.get(layer_idx, list(range(n_heads)))
         remaining = [h for h in current if h not in heads]
-        if isinstance(attn.self, _NoHeads):
-            continue
-        size = attn.self.attention_head_size
         positions = [current.index(h) for h in remaining]
-        index = torch.tensor([p * size + j for p in positions for j in range(size)], dtype=torch.long)
-        attn.output.dense = _keep_rows(attn.output.dense, index, dim=1)
+        index = torch.tensor([p * att.head_size + j for p in positions for j in range(att.head_size)], dtype=torch.long)
         if remaining:
-            for name in ("query", "key", "value"):
-                setattr(attn.self, name, _keep_rows(getattr(attn.self, name), index, dim=0))
-            attn.self.num_attention_heads = len(remaining)
-            attn.self.all_head_size = len(remaining) * size
+            set_output(layer, _keep_rows(att.output, index, dim=1))
+            set_heads(att, *(_keep_rows(lin, index, dim=0) for lin in (att.query, att.key, att.value)), len(remaining))
+        elif att.attr == "self":  # BERT, RoBERTa: the output projection adds only its bias
+            set_output(layer, _keep_rows(att.output, index, dim=1))
+            layer.attention.self = _NoHeads()
         else:
-            attn.self = _NoHeads()
+            raise BenchError(f"layer {layer_idx} would lose every head; DistilBERT layers keep at least one")
         kept[layer_idx] = remaining
     model.config.bench_kept_heads = {str(k): v for k, v in sorted(kept.items())}
 
@@ -133,7 +131,7 @@ def load_pruned(path: Path, model_cls):
     kept = {int(k): v for k, v in config.bench_kept_heads.items()}
     config.bench_kept_heads = None
     model = model_cls.from_config(config)
-    n_heads = config.num_attention_heads
+    n_heads = getattr(config, "num_attention_heads", None) or config.n_heads
     remove_heads(model, {layer: [h for h in range(n_heads) if h not in heads] for layer, heads in kept.items()})
     state = load_file(str(Path(path) / "model.safetensors"))
     missing, unexpected = model.load_state_dict(state, strict=False)

@@ -10,7 +10,6 @@ are baked into plain weights on export.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import asdict, dataclass
 
 import torch
@@ -18,18 +17,13 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 from bench.errors import BenchError
-
-# BERT / RoBERTa module names of the six prunable matrices of each layer.
-PRUNABLE = re.compile(
-    r"encoder\.layer\.\d+\.(attention\.self\.(query|key|value)|attention\.output\.dense|intermediate\.dense|output\.dense)$"
-)
-HEAD = re.compile(r"(classifier(\.dense|\.out_proj)?|pooler\.dense)$")
+from bench.model.arch import HEAD, PRUNABLE
 
 
 def prunable_linears(model: nn.Module) -> dict[str, nn.Linear]:
     out = {n: m for n, m in model.named_modules() if isinstance(m, nn.Linear) and PRUNABLE.search(n)}
     if not out:
-        raise BenchError(f"{type(model).__name__} has no BERT-style encoder Linear layers to prune")
+        raise BenchError(f"{type(model).__name__} has no BERT, RoBERTa or DistilBERT encoder Linear layers to prune")
     return out
 
 
