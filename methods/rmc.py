@@ -17,9 +17,10 @@ flattened), and the student minimises (1 - lambda) CE(y) + lambda KL(s_i || p_st
 default) until a distilled student is available.
 
 Baselines at the same student and budget (``objective``): ``vanilla`` CE; ``distil`` the teacher
-unsmoothed (d = 1); ``smooth`` one global d = 0.9; ``focal`` focal loss, gamma = 2, per-example
-weights (1 - p_y)^gamma normalised to mean 1 over the batch; ``jtt`` just-train-twice, the
-examples the teacher (the first model) gets wrong up-weighted by 2, weights normalised to mean 1.
+unsmoothed (d = 1); ``smooth`` one global d = 0.9; ``focal`` focal loss, gamma = 2, the modulating
+factor (1 - p_y)^gamma normalised to mean 1 over the batch; ``jtt`` just-train-twice: the
+training examples that an ERM model trained ``jtt_epochs`` epochs (the identification model)
+gets wrong, up-weighted by 2 with fixed weights normalised to mean 1 over the training set.
 
 For MNLI the hypothesis-only hardness flags of ``mnli/dev_matched_hardness.csv`` (Gururangan et
 al. 2018) come with the data; the record keeps how often the variance split (top half = hard)
@@ -74,15 +75,20 @@ def distill_loss(logits: torch.Tensor, y: torch.Tensor, target: torch.Tensor, la
     return ((1 - lam) * F.nll_loss(logp, y, reduction="none") + lam * kl).mean()
 
 
-def focal_weights(logits: torch.Tensor, y: torch.Tensor, gamma: float) -> torch.Tensor:
-    """(1 - p_y)^gamma, normalised to mean 1 over the batch (treated as constants)."""
-    p_y = torch.softmax(logits.detach().float(), -1).gather(1, y[:, None]).squeeze(1)
-    w = (1 - p_y) ** gamma
-    return w / w.mean().clamp_min(EPS)
+def focal_loss(logits: torch.Tensor, y: torch.Tensor, gamma: float) -> torch.Tensor:
+    """Du et al. 2023, appendix C: FL_i = -(1 - p_i)^gamma / ((1/N) sum_k (1 - p_k)^gamma) log p_i,
+    averaged over the batch. The modulating factor is part of the loss and is differentiated, as
+    in Lin et al. 2017 (eq. 5); the batch mean that normalises it is a constant (Du et al. do not
+    say; normalising with a gradient would make a batch of one plain cross-entropy)."""
+    logp = F.log_softmax(logits.float(), -1).gather(1, y[:, None]).squeeze(1)
+    m = (1 - logp.exp()) ** gamma
+    return -(m / m.detach().mean().clamp_min(EPS) * logp).mean()
 
 
 def jtt_weights(wrong: torch.Tensor, up: float) -> torch.Tensor:
-    """JTT: up-weight the first model's errors, normalised to mean 1 over the batch."""
+    """JTT (Liu et al. 2021): the identification model's errors weighted ``up``, the rest 1, fixed
+    for the whole run and normalised once over the training set to mean 1 (Du et al. 2023,
+    appendix C), not per batch."""
     w = torch.where(wrong, torch.full_like(wrong, up, dtype=torch.float32), torch.ones_like(wrong, dtype=torch.float32))
     return w / w.mean()
 
@@ -105,6 +111,7 @@ class RMCParams(TrainParams):
     smooth_d: float = 0.9
     focal_gamma: float = 2.0
     jtt_up: float = 2.0
+    jtt_epochs: float = 1.0  # T, the ERM identification model's epochs (Liu et al. 2021 tune it per task)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -116,6 +123,8 @@ class RMCParams(TrainParams):
             raise BenchError(f"RMC needs at least two pruned models to measure variance, got sparsities '{self.sparsities}'")
         if not 0 <= self.lam <= 1 or not 0 < self.smooth_d <= 1 or self.focal_gamma < 0 or self.jtt_up < 1:
             raise BenchError("lam must be in [0, 1], smooth_d in (0, 1], focal_gamma >= 0, jtt_up >= 1")
+        if not (math.isfinite(self.jtt_epochs) and self.jtt_epochs > 0):
+            raise BenchError(f"jtt_epochs must be a positive number, got {self.jtt_epochs}")
         if self.student_layers < 0:
             raise BenchError(f"student_layers must be >= 0, got {self.student_layers}")
 
@@ -147,7 +156,8 @@ class RMC(Method):
 
     def requires(self, p: RMCParams, sparsity: float | None, reference: Need) -> list[Need]:
         teacher = [finetuned(p.recipe())]
-        return teacher + ([Need("imp", s, p.recipe()) for s in p.stage1()] if p.objective == "rmc" else [])
+        first = [_jtt_first(p)] if p.objective == "jtt" else []
+        return teacher + first + ([Need("imp", s, p.recipe()) for s in p.stage1()] if p.objective == "rmc" else [])
 
     def epochs(self, p: RMCParams) -> float:
         inference = 1 + (len(p.stage1()) if p.objective == "rmc" else 0)  # teacher and stage-1 losses
@@ -174,13 +184,16 @@ class RMC(Method):
                 return distill_loss(logits, yb, target[idx], p.lam)
         elif p.objective == "focal":
             def loss_fn(logits, yb, idx):
-                return weighted_ce(logits, yb, focal_weights(logits, yb, p.focal_gamma))
+                return focal_loss(logits, yb, p.focal_gamma)
         elif p.objective == "jtt":
-            wrong = (t_logits.argmax(-1) != y).to(ctx.device)
-            info["jtt_upweighted"] = int(wrong.sum())
+            first = ctx.require(_jtt_first(p))
+            f_logits = predict_logits(first.model, first.tokenizer, task.train, task.max_length, ctx.device, ctx.precision)
+            wrong = torch.tensor(f_logits.argmax(-1)) != y
+            weights = jtt_weights(wrong, p.jtt_up).to(ctx.device)
+            info.update(jtt_first_model=first.lineage.get("key"), jtt_upweighted=int(wrong.sum()))
 
             def loss_fn(logits, yb, idx):
-                return weighted_ce(logits, yb, jtt_weights(wrong[idx], p.jtt_up))
+                return weighted_ce(logits, yb, weights[idx])
         else:
             def loss_fn(logits, yb, idx):
                 return F.cross_entropy(logits.float(), yb)
@@ -226,3 +239,8 @@ class RMC(Method):
             return model, None, lambda step: True, {"student": f"first {keep} of {len(layers)} layers"}
         hook = IMPHook(model, ctx.sparsity)
         return model, hook.on_step, hook.select_from, {"student": f"IMP to {ctx.sparsity:.0%} during distillation"}
+
+
+def _jtt_first(p: RMCParams) -> Need:
+    """JTT's identification model: ERM (standard CE) for ``jtt_epochs`` epochs of the recipe."""
+    return finetuned({**p.recipe(), "epochs": p.jtt_epochs})

