@@ -1,74 +1,144 @@
-"""Iterative magnitude pruning during fine-tuning, and IMP-rewind (DESIGN section 4).
+"""Iterative magnitude pruning (IMP) and IMP-rewind, as SRNet's algorithm 1 (Liu et al. 2022,
+appendix A.1.1; DESIGN section 4).
 
-Every 0.1 of training (t_max = all steps), 10 % of the original prunable weights of every
-matrix are pruned by magnitude, until the target sparsity; the remaining steps recover.
-The chosen loss (ce or a debiasing loss) is really used while pruning (DESIGN section 7).
-The best checkpoint by ID dev is chosen only among those at the target sparsity.
+IMP starts from the fine-tuned model (theta_0 = theta_ft; ``start=pretrained`` is one setting
+away) and trains it further with the chosen loss, really used while pruning (DESIGN section 7).
+At t = 0 and every Delta_t = 0.1 t_max it prunes 10 % of the original prunable weights of every
+matrix by magnitude, restarting the optimizer; once the target is reached it trains one more
+Delta_t and returns that model. So the subnetwork at sparsity s has trained s * t_max steps.
 
-``rewind=true`` is the lottery-ticket variant (Frankle and Carbin 2019; Chen et al. 2020):
-the mask IMP found is put on the pre-trained weights and that subnetwork is fine-tuned in
-isolation with the same recipe.
+``rewind=true`` (IMP-rewind, SRNet eq. 3, and the lottery tickets of Frankle and Carbin 2019):
+the mask is searched from the pre-trained weights with ``prune_loss`` (the paper's L_2: PoE),
+the weights rewound to their pre-trained values after every prune; once the target is reached,
+the mask on the pre-trained weights is fine-tuned in isolation with ``loss`` (L_1) for the
+whole recipe, and the best checkpoint by ID dev is kept.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 from dataclasses import dataclass
+from typing import Literal
+
+import torch
 
 from bench.api import Candidate, Context, Method, Need
+from bench.errors import BenchError
 from bench.model.backbone import load_classifier, load_tokenizer
-from bench.model.masking import apply_masks
+from bench.model.losses import LOSSES
+from bench.model.masking import apply_masks, magnitude_masks
 from bench.model.objectives import make_loss
-from bench.model.train import TrainParams, train
+from bench.model.train import TrainParams, total_steps, train
 from bench.registry import METHODS
-from methods.kit import IMPHook
+from methods.kit import PRUNE_EVERY, finetuned, prune_schedule
 
 
 @dataclass
 class IMPParams(TrainParams):
+    """The inherited recipe fine-tunes the start model and trains IMP (its epochs are t_max)."""
+
     rewind: bool = False
+    start: Literal["finetuned", "pretrained"] = "finetuned"  # algorithm 1: theta_0 = theta_ft
+    start_loss: str = "ce"  # the loss of the fine-tuned start model (SRNet figure 3: poe)
+    prune_loss: str = ""  # rewind only: the loss while the mask is searched (eq. 3's L_2); "" = loss
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("start_loss", "prune_loss"):
+            value = getattr(self, name)
+            if value and value not in LOSSES:
+                raise BenchError(f"unknown {name} '{value}'; choose from {', '.join(LOSSES)}")
 
 
 @METHODS.register("imp")
 class IMP(Method):
     name = "imp"
-    description = "iterative magnitude pruning (10% of weights every 0.1 of training); rewind=true retrains the mask from pre-trained weights"
+    description = ("iterative magnitude pruning from the fine-tuned model (10% of weights every 0.1 of training, "
+                   "SRNet algorithm 1); rewind=true searches from pre-trained weights and retrains the mask")
     Params = IMPParams
     sparse = True
 
-    def label(self, params: IMPParams) -> str:
-        return f"imp{'-rewind' if params.rewind else ''} ({params.loss})"
+    def label(self, p: IMPParams) -> str:
+        if p.rewind:
+            return f"imp-rewind ({p.prune_loss or p.loss} mask, {p.loss} retrain)"
+        return f"imp ({p.loss}{'' if p.start == 'finetuned' else ', from pre-trained'})"
 
-    def requires(self, params: IMPParams, sparsity: float | None, reference: Need) -> list[Need]:
-        found = [_found(params, sparsity)] if params.rewind else []
-        return found + super().requires(params, sparsity, reference)
+    def requires(self, p: IMPParams, sparsity: float | None, reference: Need) -> list[Need]:
+        start = [finetuned(p.recipe(), p.start_loss)] if p.start == "finetuned" and not p.rewind else []
+        losses = {p.loss, p.prune_loss or p.loss} if p.rewind else {p.loss}
+        return start + ([reference] if "confreg" in losses else [])
 
-    def build(self, ctx: Context, params: IMPParams) -> Candidate:
-        sparsity = ctx.sparsity
-        if params.rewind:
-            return self._rewind(ctx, params, sparsity)
+    def build(self, ctx: Context, p: IMPParams) -> Candidate:
+        if p.rewind:
+            return self._rewind(ctx, p)
         tok = load_tokenizer(ctx.backbone)
-        model = load_classifier(ctx.backbone, len(ctx.task.labels), ctx.seed)
-        loss_fn, info = make_loss(params.loss, ctx, model, tok)
-        hook = IMPHook(model, sparsity)
-        result = train(model, tok, ctx, params, loss_fn, on_step=hook.on_step, select_from=hook.select_from,
-                       desc=f"imp {sparsity:.2f} {params.loss}")
-        info.update(best_step=result.best_step, best_dev=result.best_dev, train_steps=result.steps,
-                    train_seconds=result.seconds, prune_steps=sorted(hook.steps), history=result.history)
+        info: dict = {}
+        if p.start == "finetuned":
+            start = ctx.require(finetuned(p.recipe(), p.start_loss))
+            model = copy.deepcopy(start.model)
+            info["start_model"] = start.lineage.get("key")
+        else:
+            model = load_classifier(ctx.backbone, len(ctx.task.labels), ctx.seed)
+        loss_fn, loss_info = make_loss(p.loss, ctx, model, tok)
+        info.update(loss_info)
+        total = total_steps(len(ctx.task.train), p)
+        steps = dict(prune_schedule(ctx.sparsity, total))
+        stop = _returned_at(ctx.sparsity, total)
+
+        def on_step(step: int, _total: int) -> None:
+            if step in steps:
+                apply_masks(model, magnitude_masks(model, steps[step]))
+
+        result = train(model, tok, ctx, p, loss_fn, on_step=on_step, restart=frozenset(steps), stop_at=stop,
+                       desc=f"imp {ctx.sparsity:.2f} {p.loss}")
+        info.update(train_steps=result.steps, train_seconds=result.seconds, prune_steps=sorted(steps),
+                    returned_at=stop, history=result.history, best_step=result.best_step, best_dev=result.best_dev)
         return Candidate(model=model, tokenizer=tok, lineage={}, info=info)
 
-    def _rewind(self, ctx: Context, params: IMPParams, sparsity: float) -> Candidate:
-        found = ctx.require(_found(params, sparsity))
+    def _rewind(self, ctx: Context, p: IMPParams) -> Candidate:
         tok = load_tokenizer(ctx.backbone)
         model = load_classifier(ctx.backbone, len(ctx.task.labels), ctx.seed)
-        apply_masks(model, found.masks)
-        loss_fn, info = make_loss(params.loss, ctx, model, tok)
-        result = train(model, tok, ctx, params, loss_fn, desc=f"imp-rewind {sparsity:.2f}")
-        info.update(mask_from=found.lineage.get("key"), best_step=result.best_step, best_dev=result.best_dev,
-                    train_steps=result.steps, train_seconds=result.seconds, history=result.history)
+        pretrained = {k: v.detach().clone() for k, v in model.state_dict().items() if "classifier" not in k}
+        prune_loss = p.prune_loss or p.loss
+        loss_fn, info = make_loss(prune_loss, ctx, model, tok)
+        total = total_steps(len(ctx.task.train), p)
+        schedule = prune_schedule(ctx.sparsity, total)
+        last, steps = schedule[-1][0], dict(schedule[:-1])  # the last prune ends the search
+
+        def on_step(step: int, _total: int) -> None:
+            if step in steps:
+                apply_masks(model, magnitude_masks(model, steps[step]))
+                rewind_weights(model, pretrained)
+
+        if last > 0:
+            train(model, tok, ctx, p, loss_fn, on_step=on_step, restart=frozenset(steps), stop_at=last,
+                  desc=f"imp-rewind search {ctx.sparsity:.2f} {prune_loss}")
+        masks = magnitude_masks(model, ctx.sparsity)
+        model = load_classifier(ctx.backbone, len(ctx.task.labels), ctx.seed)  # f(m . theta_pt)
+        apply_masks(model, masks)
+        loss_fn, retrain_info = make_loss(p.loss, ctx, model, tok)
+        result = train(model, tok, ctx, p, loss_fn, desc=f"imp-rewind {ctx.sparsity:.2f} {p.loss}")
+        info.update({f"retrain_{k}": v for k, v in retrain_info.items()})
+        info.update(prune_loss=prune_loss, search_steps=last, prune_steps=[s for s, _ in schedule],
+                    best_step=result.best_step, best_dev=result.best_dev, train_steps=result.steps,
+                    train_seconds=result.seconds, history=result.history)
         return Candidate(model=model, tokenizer=tok, lineage={}, info=info)
 
 
-def _found(params: IMPParams, sparsity: float | None) -> Need:
-    """IMP-rewind's mask: IMP with the same recipe and loss, not rewound."""
-    return Need("imp", sparsity, {**dataclasses.asdict(params), "rewind": False})
+def _returned_at(sparsity: float, total: int) -> int:
+    """Algorithm 1 returns the IMP subnetwork one Delta_t after its last prune (on a short run, at
+    least one step after it, so that the last prune is made)."""
+    schedule = prune_schedule(sparsity, total)
+    last = schedule[-1][0] if schedule else -1
+    return min(total, max(last + 1, int(round(len(schedule) * PRUNE_EVERY * total))))
+
+
+@torch.no_grad()
+def rewind_weights(model, pretrained: dict[str, torch.Tensor]) -> None:
+    """Every encoder and pooler weight (masked ones under their mask) back to its pre-trained value;
+    the classifier keeps its training (SRNet's ``trainer_imp.py`` rewinds encoder and pooler)."""
+    for name, q in model.named_parameters():
+        key = name.replace(".parametrizations.weight.original", ".weight")
+        if key in pretrained:
+            q.copy_(pretrained[key])
+

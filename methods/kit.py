@@ -19,9 +19,11 @@ def finetuned(recipe: dict, loss: str = "ce", checkpoint_step: int = 0) -> Need:
 
 
 def prune_schedule(sparsity: float, total_steps: int) -> list[tuple[int, float]]:
-    """[(step, sparsity after pruning at that step)], ending exactly at the target."""
+    """[(step, sparsity after pruning at that step)]: SRNet's algorithm 1 prunes 10 % of the
+    original weights at t = 0 and every Delta_t = 0.1 t_max until the target (on short runs
+    several prunes share a step, and the last, the highest, wins)."""
     n = math.ceil(round(sparsity / PRUNE_FRACTION, 6))
-    return [(max(0, int(round((k + 1) * PRUNE_EVERY * total_steps)) - 1), min((k + 1) * PRUNE_FRACTION, sparsity))
+    return [(min(total_steps - 1, int(round(k * PRUNE_EVERY * total_steps))), min((k + 1) * PRUNE_FRACTION, sparsity))
             for k in range(n)]
 
 

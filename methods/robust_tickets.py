@@ -129,6 +129,7 @@ class RobustTicketsParams(TrainParams, FreeLBParams):
     lambda_warmup: float = 0.0  # fraction of search steps over which lambda rises linearly from 0
     search_epochs: float = 3.0
     mask_lr: float = 0.1
+    search_weight_decay: float = 1e-6  # on log_alpha (table 6: wd 1e-6 for every dataset)
     init_log_alpha: float = 2.0  # P(z != 0) ~ 0.97 at the start: the search starts from the full model
     retrain_epochs: float = 3.0
     retrain_lr: float = 2e-5
@@ -140,6 +141,8 @@ class RobustTicketsParams(TrainParams, FreeLBParams):
             raise BenchError(f"lam (the L0 penalty's lambda) must be >= 0, got {self.lam}")
         if not 0 <= self.lambda_warmup < 1:
             raise BenchError(f"lambda_warmup must be in [0, 1), got {self.lambda_warmup}")
+        if not (math.isfinite(self.search_weight_decay) and self.search_weight_decay >= 0):
+            raise BenchError(f"search_weight_decay must be >= 0, got {self.search_weight_decay}")
         for name in ("search_epochs", "mask_lr", "retrain_epochs", "retrain_lr"):
             if not (math.isfinite(getattr(self, name)) and getattr(self, name) > 0):
                 raise BenchError(f"{name} must be a positive finite number")
@@ -192,8 +195,8 @@ class RobustTickets(Method):
                 lin, "weight", HardConcreteMask(p.init_log_alpha + tie_break))
             gates.append(lin.parametrizations.weight[0])
         draw_ticket(gates, sparsity, p.scope)
-        sp = TrainParams(loss="ce", epochs=p.search_epochs, lr=p.mask_lr, batch_size=p.batch_size,
-                         warmup_ratio=0.0, weight_decay=0.0, eval_every=p.eval_every, max_grad_norm=p.max_grad_norm)
+        sp = TrainParams(loss="ce", epochs=p.search_epochs, lr=p.mask_lr, batch_size=p.batch_size, warmup_ratio=0.0,
+                         weight_decay=p.search_weight_decay, eval_every=p.eval_every, max_grad_norm=p.max_grad_norm)
         n_steps = total_steps(len(ctx.task.train), sp)
         norms: list[float] = []
         penalties: list[float] = []
@@ -212,7 +215,8 @@ class RobustTickets(Method):
 
         result = train(model, tok, ctx, sp, loss_fn=None, step_fn=step_fn,  # type: ignore[arg-type]
                        on_eval=lambda step, total: draw_ticket(gates, sparsity, p.scope),
-                       groups=[{"params": [g.log_alpha for g in gates], "weight_decay": 0.0, "lr": p.mask_lr}],
+                       groups=[{"params": [g.log_alpha for g in gates], "weight_decay": p.search_weight_decay,
+                                "lr": p.mask_lr}],
                        desc=f"ticket search {sparsity:.2f}")
         draw_ticket(gates, sparsity, p.scope)  # from the best checkpoint's log_alpha
         masks = {name: lin.parametrizations.weight[0].ticket.detach().cpu().clone()

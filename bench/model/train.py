@@ -91,6 +91,7 @@ def train(
     groups: list[dict] | None = None,
     stop_at: int = 0,
     step_fn: StepFn | None = None,
+    restart: frozenset[int] = frozenset(),
     desc: str = "train",
 ) -> TrainResult:
     """Train in place; on return the model holds the best checkpoint by ID dev.
@@ -103,7 +104,9 @@ def train(
     and clipped. ``stop_at`` > 0 stops at that step of the same schedule and returns the model
     there (an intermediate fine-tuning checkpoint), not the best one. ``step_fn(model, inputs,
     y, idx, step, total)`` replaces the forward pass, loss and backward of a step (it calls
-    backward itself and returns the loss); ``loss_fn`` is then unused.
+    backward itself and returns the loss); ``loss_fn`` is then unused. At each step in ``restart``
+    (after ``on_step``) the optimizer and its schedule start afresh over the remaining steps
+    (IMP's "optimizer rewinding" at every prune, SRNet's released ``trainer_imp.py``).
     """
     task, device = ctx.task, ctx.device
     torch.manual_seed(ctx.seed)
@@ -121,8 +124,12 @@ def train(
         groups = [{"params": [q for q in trainable if q.ndim >= 2], "weight_decay": p.weight_decay},
                   {"params": [q for q in trainable if q.ndim < 2], "weight_decay": 0.0}]
     params = [q for g in groups for q in g["params"]]
-    opt = torch.optim.AdamW([{"lr": p.lr, **g} for g in groups if g["params"]], lr=p.lr)
-    sched = get_linear_schedule_with_warmup(opt, int(p.warmup_ratio * total), total)
+
+    def optimizer(remaining: int):
+        opt = torch.optim.AdamW([{"lr": p.lr, **g} for g in groups if g["params"]], lr=p.lr)
+        return opt, get_linear_schedule_with_warmup(opt, int(p.warmup_ratio * remaining), remaining)
+
+    opt, sched = optimizer(total)
     gen = torch.Generator().manual_seed(ctx.seed)
     best = TrainResult(steps=last, best_step=-1, best_dev=-math.inf, seconds=0.0)
     best_state = None
@@ -136,6 +143,8 @@ def train(
                 break
             if on_step:
                 on_step(step, total)
+            if step in restart and step > 0:
+                opt, sched = optimizer(total - step)
             idx = perm[s : s + p.batch_size]
             batch = collate([enc[i] for i in idx], tokenizer.pad_token_id)
             inputs = {k: v.to(device) for k, v in batch.items()}

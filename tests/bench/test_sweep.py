@@ -211,7 +211,7 @@ def test_an_executor_that_is_not_installed(tmp_path, capsys, monkeypatch):
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("name", sorted(p.stem for p in (ROOT / "sweeps").glob("*.toml")))
+@pytest.mark.parametrize("name", sorted(p.stem for p in (ROOT / "sweeps").glob("*.toml") if p.stem != "conformance"))
 def test_shipped_specs_dry_run_offline_with_an_estimate_for_every_job(name, capsys, tmp_path):
     assert main(["sweep", str(ROOT / "sweeps" / f"{name}.toml"), "--dry-run", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out

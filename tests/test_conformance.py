@@ -1,0 +1,30 @@
+"""The paper specs and the method defaults that claim a paper follow it, parameter by parameter,
+or say why not (sweeps/conformance.toml, rendered to docs/recipes.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.spec.conformance import PAGE, Check, check, load, markdown
+
+
+def test_every_paper_value_is_followed_or_the_difference_has_a_reason():
+    rows = check(load())
+    assert len(rows) >= 60  # an empty table would pass anything
+    bad = [f"{r.check.spec} {r.check.method} {r.check.task} {r.check.param}: {r.problem}" for r in rows if r.problem]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_recipes_page_is_generated_from_the_table():
+    assert PAGE.read_text() == markdown(check(load())), "docs/recipes.md is out of date: python -m bench.spec.conformance"
+
+
+@pytest.mark.parametrize("check_, problem", [
+    (Check("defaults", "rmc", "lam", 0.5, "a made-up paper"), "no reason is declared"),
+    (Check("defaults", "rmc", "lam", 0.9, "Du et al. 2023", deviation="stale"), "value is the paper's"),
+    (Check("paper_srnet", "finetune", "lr", 5e-5, "Liu et al. 2022, table 3", task="qqp"), "no reason is declared"),
+    (Check("paper_srnet", "finetune", "lr", 5e-5, "x", task="sst2"), "no run of the spec matches"),
+])
+def test_a_difference_without_a_reason_fails(check_, problem):
+    (row,) = check([check_])
+    assert problem in row.problem
