@@ -210,7 +210,7 @@ class SRNet(Method):
                 return sparsity
             return cubic_sparsity(step, max(1, round(p.ramp * total)), p.init_sparsity, sparsity)
 
-        loss_fn, loss_info = make_loss(p.loss, ctx, model, tok)  # before masking: the bias model reads embeddings
+        loss_fn, loss_info = make_loss(p.loss, ctx, model, tok)
         info.update(loss_info)
         for q in model.parameters():
             q.requires_grad_(False)

@@ -20,8 +20,7 @@ def make_loss(name: str, ctx: Context, model, tokenizer) -> tuple[LossFn, dict]:
     """(loss_fn(logits, y, idx), info) where info records the bias model's own accuracy."""
     if name == "ce":
         return (lambda logits, y, idx: losses.ce(logits, y)), {}
-    emb = model.get_input_embeddings().weight
-    bias = fit_bias_model(ctx.task, emb, tokenizer, ctx.seed)
+    bias = fit_bias_model(ctx.task, ctx.seed)
     p_bias = torch.tensor(bias.train_probs, dtype=torch.float32, device=ctx.device)
     info = {"bias_model": bias.description, **bias_accuracies(bias, ctx)}
     if name == "poe":

