@@ -7,14 +7,15 @@ importance is E|dL/dxi_{l,h}| over the training data (CE loss, |gradient| summed
 BERT-base, 14 of 72 in MiniLM-L6) is removed at once (``schedule=one_shot``), or in ``rounds``
 equal steps with importance measured again between them with the removed heads gated to 0
 (``iterative``, as Michel et al. section 5). The heads are then physically removed (rows of Q,
-K, V, columns of the output projection), so the model is smaller and faster, and the pruned
-model is fine-tuned with the task recipe. A layer never loses all of its heads unless
-``allow_empty_layers=true``.
+K, V, columns of the output projection), so the model is smaller and faster. The pruned model
+is used as it is, as Michel et al. and Du et al. do; ``retrain_epochs`` > 0 fine-tunes it again
+with the task recipe. A layer never loses all of its heads unless ``allow_empty_layers=true``.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -34,7 +35,8 @@ from methods.kit import finetuned
 
 @dataclass
 class HeadPruningParams(TrainParams):
-    """The inherited recipe fine-tunes the start model and, again, the pruned one."""
+    """The inherited recipe fine-tunes the start model; ``retrain_epochs`` > 0 fine-tunes the
+    pruned one again with it (Michel et al. 2019 and Du et al. 2023 do not)."""
 
     ALLOWED_LOSSES: ClassVar[tuple[str, ...]] = ("ce",)
 
@@ -43,11 +45,14 @@ class HeadPruningParams(TrainParams):
     rounds: int = 2  # iterative only
     importance_examples: int = 0  # 0: the whole training set
     allow_empty_layers: bool = False
+    retrain_epochs: float = 0.0  # 0: the pruned model as it is, as published
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not 0.0 <= self.fraction < 1.0:
             raise BenchError(f"head fraction must be in [0, 1), got {self.fraction}")
+        if self.retrain_epochs < 0 or not math.isfinite(self.retrain_epochs):
+            raise BenchError(f"retrain_epochs must be >= 0, got {self.retrain_epochs}")
         if self.rounds < 1 or self.importance_examples < 0:
             raise BenchError("rounds must be at least 1 and importance_examples at least 0")
 
@@ -85,7 +90,7 @@ class HeadPruning(Method):
         return [finetuned(p.recipe())]  # the fine-tuned model whose heads are scored
 
     def epochs(self, p: HeadPruningParams) -> float:
-        return p.epochs + (p.rounds if p.schedule == "iterative" else 1)  # importance: forward + backward
+        return p.retrain_epochs + (p.rounds if p.schedule == "iterative" else 1)  # importance: forward + backward
 
     def build(self, ctx: Context, p: HeadPruningParams) -> Candidate:
         start = ctx.require(finetuned(p.recipe()))
@@ -107,10 +112,11 @@ class HeadPruning(Method):
         remove_heads(model, chosen)
         for q in model.parameters():
             q.requires_grad_(True)
-        result = train(model, tok, ctx, TrainParams(loss="ce", **p.recipe()), lambda logits, y, idx: ce(logits, y),
-                       desc=f"head-pruned {p.fraction:.0%}")
         info = {"start_model": start.lineage.get("key"), "pruned_heads": {str(k): v for k, v in chosen.items()},
-                "heads_removed": sum(map(len, chosen.values())), "importance_rounds": history,
-                "best_step": result.best_step, "best_dev": result.best_dev, "train_steps": result.steps,
-                "train_seconds": result.seconds, "history": result.history}
+                "heads_removed": sum(map(len, chosen.values())), "importance_rounds": history}
+        if p.retrain_epochs > 0:
+            result = train(model, tok, ctx, TrainParams(loss="ce", **{**p.recipe(), "epochs": p.retrain_epochs}),
+                           lambda logits, y, idx: ce(logits, y), desc=f"head-pruned {p.fraction:.0%}")
+            info.update(best_step=result.best_step, best_dev=result.best_dev, train_steps=result.steps,
+                        train_seconds=result.seconds, history=result.history)
         return Candidate(model=model, tokenizer=tok, lineage={}, info=info)

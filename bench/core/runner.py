@@ -44,14 +44,19 @@ class Runner:
         self.progress = progress
         self.log = log
         self._dense: dict[tuple, torch.nn.Module] = {}
-        self._tasks: dict[tuple, TaskData] = {}
+        self._tasks: dict[tuple, TaskData | BenchError] = {}
         git_state(), versions()  # the code's commit and packages now, before hours of runs
 
     def task_data(self, spec: RunSpec) -> TaskData:
         """The run's task, read or generated once per runner, capped at ``max_examples``."""
         k = (spec.task, spec.data_dir, spec.max_examples)
         if k not in self._tasks:
-            self._tasks[k] = TASKS.get(spec.task).load(spec.data_path).limited(spec.max_examples)
+            try:
+                self._tasks[k] = TASKS.get(spec.task).load(spec.data_path).limited(spec.max_examples)
+            except BenchError as e:  # missing data stays missing: a dry run of 900 jobs asks once
+                self._tasks[k] = e
+        if isinstance(self._tasks[k], BenchError):
+            raise self._tasks[k]
         return self._tasks[k]
 
     # --- candidates ---------------------------------------------------------------------------

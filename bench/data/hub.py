@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import os
 import socket
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlparse
@@ -41,6 +42,11 @@ def go_offline_unless_reachable() -> None:
     if not hub_reachable():
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["HF_DATASETS_OFFLINE"] = "1"
+        # the clients read these once, at import: tell the ones already imported too
+        for module, name in (("huggingface_hub.constants", "HF_HUB_OFFLINE"), ("datasets.config", "HF_HUB_OFFLINE"),
+                             ("datasets.config", "HF_DATASETS_OFFLINE")):
+            if module in sys.modules and hasattr(sys.modules[module], name):
+                setattr(sys.modules[module], name, True)
 
 
 @dataclass(frozen=True)

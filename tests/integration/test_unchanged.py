@@ -6,7 +6,8 @@ The runs go through the command line, as a user would, on the tiny random BERT o
 (``BENCH_WRITE_UNCHANGED=1 pytest tests/integration/test_unchanged.py``); timing metrics
 (throughput, latency, speed-ups) are left out, everything else must agree. A deliberate recipe
 fix rewrites only the runs it changes, in the commit that makes it (the IMP and RMC entries
-when IMP began to follow SRNet's algorithm 1, the PoE entry when the bias model took GloVe).
+when IMP began to follow SRNet's algorithm 1, the PoE entry when the bias model took GloVe,
+the head-pruning entry when it stopped fine-tuning the pruned model again).
 """
 
 from __future__ import annotations

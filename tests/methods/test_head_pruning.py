@@ -105,6 +105,22 @@ def test_head_pruning_method_end_to_end(runner, run_spec):
     assert it.method_info["heads_removed"] == 2 and len(it.method_info["importance_rounds"]) == 2
 
 
+def test_the_pruned_model_is_not_trained_again_unless_asked(runner, run_spec):
+    """Michel et al. 2019 (and Du et al. 2023's head-pruning row) prune the fine-tuned model and use
+    it as it is: the kept heads' weights are the fine-tuned ones."""
+    recipe = {"epochs": 2, "batch_size": 8}
+    start = runner.candidate(run_spec("finetune", params=recipe))
+    pruned = runner.candidate(run_spec("head_pruning", params={**recipe, "fraction": 0.25}))
+    assert "train_steps" not in pruned.info
+    kept = {int(k): [h for h in range(2) if h not in v] for k, v in pruned.info["pruned_heads"].items()}
+    for layer, heads in kept.items():
+        q_start = start.model.bert.encoder.layer[layer].attention.self.query.weight
+        q_pruned = pruned.model.bert.encoder.layer[layer].attention.self.query.weight
+        assert torch.equal(q_pruned, torch.cat([q_start[h * 16:(h + 1) * 16] for h in heads]))
+    again = runner.candidate(run_spec("head_pruning", params={**recipe, "fraction": 0.25, "retrain_epochs": 1}))
+    assert again.info["train_steps"] == 5
+
+
 def test_head_fraction_outside_the_range_is_a_one_line_error(capsys, tmp_path):
     from bench.cli import main
 
