@@ -181,9 +181,24 @@ def execute(runs: list, out: Path, *, executor: str = "local", workers: int = 0,
                     fail_fast=fail_fast, runner_log=log)
 
 
-def cmd_run(a: argparse.Namespace) -> None:
+def degenerate(records: list) -> str:
+    """The candidates that did not learn their task, in one line ('' if none): their records
+    stay, flagged, and the leaderboard shows them unranked."""
+    bad = [r for r in records if r.degenerate]
+    listed = "; ".join(f"{r.label} sparsity={r.sparsity.get('target')} seed={r.seed} on {r.task}: {r.degenerate}" for r in bad)
+    return f"{len(bad)} of {len(records)} candidates did not learn the task (flagged degenerate, not ranked): {listed}" if bad else ""
+
+
+def _records(runs: list, out: Path) -> list:
     from bench.core.records import load_record
     from bench.core.runner import Runner
+
+    runner = Runner(out, progress=False, log=lambda m: None)
+    paths = [out / "records" / f"{runner.run_id(spec)}.json" for spec in runs]
+    return [load_record(p) for p in paths if p.is_file()]
+
+
+def cmd_run(a: argparse.Namespace) -> None:
     from bench.spec.params import split_assignments
     from bench.spec.run import grid
 
@@ -193,12 +208,13 @@ def cmd_run(a: argparse.Namespace) -> None:
     out = Path(a.out)
     execute(runs, out, executor=a.executor, workers=a.workers, cpus_per_job=a.cpus_per_job,
             ray_address=a.ray_address, force=a.force, quiet=a.quiet, fail_fast=True)
-    runner = Runner(out, progress=False, log=lambda m: None)
-    for spec in runs:
-        record = load_record(out / "records" / f"{runner.run_id(spec)}.json")
+    records = _records(runs, out)
+    for record in records:
         shown = {k: v if v is None else round(v, 4) for k, v in record.metrics.items() if k.count("/") <= 1}
         print(f"{record.run_id}: {shown}")
     print(f"leaderboard: {write_leaderboard(out)}")
+    if warning := degenerate(records):
+        print(f"bench: warning: {warning}", file=sys.stderr)
 
 
 def cmd_sweep(a: argparse.Namespace) -> int:
@@ -222,6 +238,9 @@ def cmd_sweep(a: argparse.Namespace) -> int:
         first = next((o for o in failed if not o.message.startswith("skipped")), failed[0])
         print(f"bench: error: {len(failed)} of {len(outcomes)} jobs failed; first: {first.label}: {first.message}",
               file=sys.stderr)
+        return 2
+    if failed_study := degenerate(_records(todo, out)):  # a control that did not train fails its study
+        print(f"bench: error: {failed_study}", file=sys.stderr)
         return 2
     return 0
 

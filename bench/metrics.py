@@ -50,3 +50,25 @@ def f_bias(dev_c: float, ood_c: float, dev_full: float, ood_full: float) -> floa
     if d_full == 0 or math.isnan(d_full):
         return math.nan
     return bias_degree(dev_c, ood_c) / d_full
+
+
+DEGENERATE_SHARE = 0.95  # one predicted class on more than this share of the evaluated examples
+DEGENERATE_MARGIN = 0.01  # or accuracy within this of always answering the majority gold class
+
+
+def degenerate(y: Sequence[int], pred: Sequence[int]) -> str | None:
+    """Why a candidate did not learn the task, or None: its predictions are one class on more
+    than 95 % of the set (when the gold labels are not that skewed themselves), or its accuracy
+    is within 1 point of the majority class. Such a model is flagged, never ranked."""
+    y, pred = np.asarray(y), np.asarray(pred)
+    if not len(y):
+        return None
+    top, top_n = np.unique(pred, return_counts=True)
+    share = top_n.max() / len(pred)
+    majority = np.unique(y, return_counts=True)[1].max() / len(y)
+    if share > DEGENERATE_SHARE and majority <= DEGENERATE_SHARE:
+        return f"predicts class {int(top[top_n.argmax()])} on {share:.1%} of {len(y)} examples"
+    acc = accuracy(y, pred)
+    if acc <= majority + DEGENERATE_MARGIN:
+        return f"accuracy {acc:.1%} is within {DEGENERATE_MARGIN:.0%} of the majority class's {majority:.1%}"
+    return None

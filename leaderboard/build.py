@@ -121,6 +121,13 @@ def _resources(records: list[Record]) -> list[str]:
     return lines
 
 
+def nonzero(r: Record) -> int:
+    """Non-zero parameters counted alike for every method: all parameters less the zeros of the
+    prunable matrices (a method that also masks the pooler or classifier, as SRNet's released
+    code does, reports that as head sparsity, not as fewer parameters)."""
+    return r.sparsity["total_params"] - r.sparsity["zeros"]
+
+
 def _full_params(records: list[Record]) -> int:
     return max((r.sparsity.get("total_params", 0) for r in records), default=0)
 
@@ -132,6 +139,12 @@ def _target(r: Record, full: int) -> str:
     if target is not None:
         return f"{target:.0%}"
     return "structured" if r.sparsity.get("total_params", full) < full else "dense"
+
+
+def _flag(records: list[Record]) -> str:
+    """A mark on a row any of whose seeds did not learn its task (bench.metrics.degenerate)."""
+    bad = [str(r.seed) for r in records if getattr(r, "degenerate", None)]
+    return f" ⚠ DEGENERATE (seed {', '.join(bad)}: one class / majority-level; not ranked)" if bad else ""
 
 
 def table(records: list[Record], references: list[Reference] = ()) -> pd.DataFrame:
@@ -149,11 +162,11 @@ def table(records: list[Record], references: list[Reference] = ()) -> pd.DataFra
         rows.append(row | {"sparsity % (achieved)": "", "non-zero params (M)": "", "seed(s)": "published"})
     for key in sorted(groups):
         rs = sorted(groups[key], key=lambda r: r.seed)
-        row = {"method": _row_label(rs[0]), "target sparsity": _target(rs[0], full)}
+        row = {"method": _row_label(rs[0]) + _flag(rs), "target sparsity": _target(rs[0], full)}
         for header, metric, scale, digits in cols:
             row[header] = fmt([r.metrics.get(metric) for r in rs], scale, digits)
         row["sparsity % (achieved)"] = fmt([r.sparsity["sparsity"] for r in rs], 100.0, 1)
-        row["non-zero params (M)"] = fmt([r.sparsity["nonzero_params"] for r in rs], 1e-6, 2)
+        row["non-zero params (M)"] = fmt([nonzero(r) for r in rs], 1e-6, 2)
         row["seed(s)"] = ",".join(str(r.seed) for r in rs)
         rows.append(row)
     return pd.DataFrame(rows)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.core.atomic import save_atomic
 from bench.core.records import Record
 
 ATTACKS = {"textfooler": "TextFooler", "bert_attack": "BERT-Attack", "textbugger": "TextBugger"}
@@ -85,11 +86,8 @@ def plot(rows: list[Row], path: Path, title: str) -> Path | None:
     fig.legend(handles, labels, loc="lower center", ncol=min(4, max(1, len(labels))), fontsize=8, frameon=False)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout(rect=(0, 0.12 + 0.04 * (len(labels) // 4), 1, 0.95))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=110)
+    save_atomic(path, lambda tmp: fig.savefig(tmp, dpi=110))
     plt.close(fig)
-    tmp.replace(path)
     return path
 
 
@@ -137,9 +135,6 @@ def heatmap(rows: list[Row], path: Path, title: str) -> Path | None:
         ax.set_title(name, fontsize=8)
     fig.colorbar(im, ax=axes[0].tolist(), label="sparsity %", shrink=0.8)
     fig.suptitle(title, fontsize=9)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
+    save_atomic(path, lambda tmp: fig.savefig(tmp, dpi=110, bbox_inches="tight"))
     plt.close(fig)
-    tmp.replace(path)
     return path

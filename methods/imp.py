@@ -20,8 +20,6 @@ import copy
 from dataclasses import dataclass
 from typing import Literal
 
-import torch
-
 from bench.api import Candidate, Context, Method, Need
 from bench.errors import BenchError
 from bench.model.backbone import load_classifier, load_tokenizer
@@ -30,7 +28,7 @@ from bench.model.masking import apply_masks, magnitude_masks
 from bench.model.objectives import make_loss
 from bench.model.train import TrainParams, total_steps, train
 from bench.registry import METHODS
-from methods.kit import PRUNE_EVERY, finetuned, prune_schedule
+from methods.kit import PRUNE_EVERY, finetuned, pretrained_state, prune_schedule, rewind_weights
 
 
 @dataclass
@@ -98,7 +96,7 @@ class IMP(Method):
     def _rewind(self, ctx: Context, p: IMPParams) -> Candidate:
         tok = load_tokenizer(ctx.backbone)
         model = load_classifier(ctx.backbone, len(ctx.task.labels), ctx.seed)
-        pretrained = {k: v.detach().clone() for k, v in model.state_dict().items() if "classifier" not in k}
+        pretrained = pretrained_state(model)
         prune_loss = p.prune_loss or p.loss
         loss_fn, info = make_loss(prune_loss, ctx, model, tok)
         total = total_steps(len(ctx.task.train), p)
@@ -131,14 +129,3 @@ def _returned_at(sparsity: float, total: int) -> int:
     schedule = prune_schedule(sparsity, total)
     last = schedule[-1][0] if schedule else -1
     return min(total, max(last + 1, int(round(len(schedule) * PRUNE_EVERY * total))))
-
-
-@torch.no_grad()
-def rewind_weights(model, pretrained: dict[str, torch.Tensor]) -> None:
-    """Every encoder and pooler weight (masked ones under their mask) back to its pre-trained value;
-    the classifier keeps its training (SRNet's ``trainer_imp.py`` rewinds encoder and pooler)."""
-    for name, q in model.named_parameters():
-        key = name.replace(".parametrizations.weight.original", ".weight")
-        if key in pretrained:
-            q.copy_(pretrained[key])
-

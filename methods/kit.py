@@ -1,10 +1,13 @@
 """What methods share, so that no method imports another: the fine-tuned start model they ask
-for, and IMP's pruning schedule (SRNet appendix A.1.1) as a training hook."""
+for, IMP's pruning schedule (SRNet appendix A.1.1) as a training hook, and rewinding to the
+pre-trained weights (the lottery tickets of Frankle and Carbin 2019, Chen et al. 2020)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+
+import torch
 
 from bench.api import Need
 from bench.model.masking import apply_masks, magnitude_masks
@@ -46,3 +49,19 @@ class IMPHook:
         return lambda step: step > (max(self.steps) if self.steps else -1)
 
 
+
+
+@torch.no_grad()
+def rewind_weights(model, pretrained: dict[str, torch.Tensor]) -> None:
+    """Every encoder and pooler weight (masked ones under their mask) back to its pre-trained value;
+    the classifier keeps its training (SRNet's ``trainer_imp.py`` and Chen et al.'s ``LT_glue.py``
+    rewind the encoder and pooler only)."""
+    for name, q in model.named_parameters():
+        key = name.replace(".parametrizations.weight.original", ".weight")
+        if key in pretrained:
+            q.copy_(pretrained[key])
+
+
+def pretrained_state(model) -> dict[str, torch.Tensor]:
+    """The weights ``rewind_weights`` goes back to: all but the classifier's."""
+    return {k: v.detach().clone() for k, v in model.state_dict().items() if "classifier" not in k}

@@ -18,7 +18,7 @@ import numpy as np
 from bench.api import Candidate, Context, Suite, SuiteResult
 from bench.errors import BenchError
 from bench.metrics import accuracy, cells, collapse, f_bias, id_metric
-from bench.model.predict import predict_logits
+from bench.model.predict import predict_logits, prediction_rows
 from bench.registry import SUITES
 
 
@@ -71,7 +71,7 @@ class OOD(Suite):
             for g in ("easy", "hard"):
                 metrics[f"id/{g}"] = accuracy(y[groups == g], p[groups == g])
             metrics["id/gap"] = metrics["id/easy"] - metrics["id/hard"]
-        preds += _rows("test", task.test, logits, p)
+        preds += prediction_rows("test", task.test, logits, p)
 
         pooled: dict[str, tuple[list, list, str]] = {}
         for s in sets:
@@ -89,7 +89,7 @@ class OOD(Suite):
                     vals = [v for k, v in c.items() if k.endswith(f"/{lname}")]
                     metrics[f"ood/{s.name}/mean/{lname}"] = float(np.mean(vals))
             metrics[f"ood/{s.name}/share/{s.labels[0]}"] = float((p == 0).mean())
-            preds += _rows(s.name, s.examples, logits, p)
+            preds += prediction_rows(s.name, s.examples, logits, p)
             ys, ps, _ = pooled.setdefault(s.pool, ([], [], s.metric))
             ys.extend(y.tolist())
             ps.extend(p.tolist())
@@ -106,9 +106,3 @@ class OOD(Suite):
                 out[f"f_bias/{pool}"] = f_bias(metrics["id"], value, reference["id"], reference[key])
         return out
 
-
-def _rows(name: str, examples, logits: np.ndarray, pred: np.ndarray) -> list[dict]:
-    return [
-        {"set": name, "uid": e.uid, "gold": e.label, "pred": int(q), "group": e.group, "logits": [round(float(v), 4) for v in lg]}
-        for e, lg, q in zip(examples, logits, pred, strict=True)
-    ]

@@ -13,15 +13,22 @@ Schema (``SCHEMA_VERSION`` 1), one object per file under ``<out>/records/``:
 - ``metrics``: flat ``name -> number``: ``id``, ``id_acc``, ``ood/<set>``, ``ood/<set>/<cell>``,
   ``pool/<pool>``, ``f_bias/<pool>``
 - ``details``: suite details (set sizes, pools); ``method_info``: the method's own numbers
-- ``predictions``: path of the per-example JSONL file, relative to the record's directory
+- ``predictions``: path of the per-example file (gzipped JSON lines, one row per evaluated
+  example: set, uid, gold, pred, and per suite the class probabilities or the attack's outcome,
+  queries and perturbed text), relative to the record's directory; ``predictions_sha256`` its
+  checksum (records made before issue 25 have neither, or an uncompressed file)
 - ``reference``: run_id of the full standard-CE record F_bias was computed against
 - ``artifact``: the cached candidate's directory and lineage key
+- ``degenerate``: null, or why the candidate did not learn its task (one class on > 95 % of the
+  test set, or accuracy within 1 point of the majority class): flagged, never ranked
 - ``provenance``: ``config`` (the whole run spec), ``versions``, ``git``, ``data``
   (source descriptions and sha256 per file), ``device``, ``wall_seconds``
 """
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass
@@ -52,6 +59,8 @@ class Record:
     artifact: dict
     provenance: dict
     created: str = ""
+    degenerate: str | None = None  # why the candidate did not learn the task (bench.metrics.degenerate)
+    predictions_sha256: str = ""
     schema_version: int = SCHEMA_VERSION
 
     def to_json(self) -> str:
@@ -85,6 +94,33 @@ def load_records(records_dir: Path) -> list[Record]:
     if not records_dir.is_dir():
         raise BenchError(f"no records directory {records_dir}: run something first (python -m bench run ...)")
     return [load_record(p) for p in sorted(records_dir.glob("*.json"))]
+
+
+def write_predictions(out: Path, run_id: str, rows: list[dict]) -> tuple[str, str]:
+    """The per-example rows as gzipped JSON lines under ``out/predictions`` (written atomically,
+    byte-identical for identical rows); returns its path relative to the records and its sha256."""
+    text = "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows)
+    data = gzip.compress(text.encode("utf-8"), mtime=0)
+    write_atomic(out / "predictions" / f"{run_id}.jsonl.gz", data)
+    return f"../predictions/{run_id}.jsonl.gz", hashlib.sha256(data).hexdigest()
+
+
+def load_predictions(records_dir: Path, record: Record) -> list[dict]:
+    """The record's per-example rows, checked against its checksum."""
+    if not record.predictions:
+        raise BenchError(f"record {record.run_id} keeps no per-example predictions")
+    path = (Path(records_dir) / record.predictions).resolve()
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise BenchError(f"{path}: predictions of {record.run_id} not readable ({e.strerror})") from e
+    if record.predictions_sha256 and hashlib.sha256(data).hexdigest() != record.predictions_sha256:
+        raise BenchError(f"{path}: checksum differs from the one in record {record.run_id} (edited or corrupt)")
+    try:
+        text = gzip.decompress(data).decode("utf-8") if path.suffix == ".gz" else data.decode("utf-8")
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    except (OSError, ValueError, EOFError) as e:
+        raise BenchError(f"{path}: not readable per-example predictions ({e})") from e
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ interrupted sweep picks up where it stopped.
 from __future__ import annotations
 
 import dataclasses
-import json
 import shutil
 import time
 from datetime import UTC, datetime
@@ -21,9 +20,10 @@ from bench.api import Candidate, Context, Method, Need, Suite
 from bench.core import cache
 from bench.core.atomic import write_atomic
 from bench.core.provenance import Provenance, device_info, git_state, versions
-from bench.core.records import Record, load_record
+from bench.core.records import Record, load_record, write_predictions
 from bench.data.examples import TaskData
 from bench.errors import BenchError
+from bench.metrics import degenerate
 from bench.model.backbone import load_classifier, resolve
 from bench.model.efficiency import measure
 from bench.model.masking import bake, current_masks, sparsity_report
@@ -141,12 +141,13 @@ class Runner:
         metrics.update(measure(cand.model, cand.tokenizer, self.dense(spec, len(task.labels)), task.test or task.dev,
                                task.max_length, ctx.device, spec.precision, self.out / "artifacts" / cand.lineage["key"]))
         reference = self._compare(spec, rid, suite, metrics)
-        write_atomic(self.out / "predictions" / f"{rid}.jsonl", "".join(json.dumps(r) + "\n" for r in result.predictions))
+        test = [r for r in result.predictions if r.get("set") == "test"]  # the ID test set, clean
+        predictions, checksum = write_predictions(self.out, rid, result.predictions)
         record = Record(
             run_id=rid, method=spec.method, label=method.label(spec.params), params=dataclasses.asdict(spec.params),
             task=spec.task, backbone=spec.backbone, seed=spec.seed, suite=spec.suite,
             sparsity={"target": spec.sparsity, **cand.sparsity.to_dict()}, metrics=metrics, details=result.details,
-            method_info=cand.info, predictions=f"../predictions/{rid}.jsonl", reference=reference,
+            method_info=cand.info, predictions=predictions, predictions_sha256=checksum, reference=reference,
             artifact={"dir": f"../artifacts/{cand.lineage['key']}", "key": cand.lineage["key"]},
             provenance=dataclasses.asdict(Provenance(
                 config=spec.config() | {"bench": __version__},
@@ -155,10 +156,11 @@ class Runner:
                 device=device_info(ctx.device), wall_seconds=round(time.time() - t0, 2),
             )),
             created=datetime.now(UTC).isoformat(timespec="seconds"),
+            degenerate=degenerate([r["gold"] for r in test], [r["pred"] for r in test]),
         )
         write_atomic(path, record.to_json())
         shutil.rmtree(ctx.scratch, ignore_errors=True)
-        self.log(f"[bench] wrote {path}")
+        self.log(f"[bench] wrote {path}" + (f" (degenerate: {record.degenerate})" if record.degenerate else ""))
         return load_record(path)  # exactly what a later reader sees (undefined numbers as None)
 
     def _compare(self, spec: RunSpec, rid: str, suite: Suite, metrics: dict) -> str | None:

@@ -191,22 +191,30 @@ def bake(model: nn.Module) -> None:
             parametrize.remove_parametrizations(mod, "weight", leave_parametrized=True)
 
 
-def magnitude_masks(model: nn.Module, sparsity: float, keep_pruned: bool = True) -> dict[str, torch.Tensor]:
-    """Per-matrix ("local") magnitude masks: each prunable matrix keeps exactly
-    ``numel - round(sparsity * numel)`` weights of largest |W|. Already-pruned weights rank
-    lowest, so pruning only grows (IMP)."""
+def magnitude_masks(model: nn.Module, sparsity: float, keep_pruned: bool = True,
+                    scope: str = "local") -> dict[str, torch.Tensor]:
+    """Magnitude masks keeping the weights of largest |W|: ``numel - round(sparsity * numel)``
+    of each prunable matrix (``local``), or of all of them together (``global``, the lottery
+    tickets of Chen et al. 2020). Already-pruned weights rank lowest, so pruning only grows (IMP)."""
     check_sparsity(sparsity)
-    masks = {}
+    if scope not in ("local", "global"):
+        raise BenchError(f"unknown pruning scope '{scope}'; choose local or global")
+    scores = {}
     for name, lin in prunable_linears(model).items():
         w = lin.weight.detach().float().abs()
         if keep_pruned and parametrize.is_parametrized(lin, "weight"):
             w = torch.where(lin.parametrizations.weight[0].mask, w, torch.full_like(w, -1.0))
-        k = int(round(sparsity * w.numel()))
-        mask = torch.ones_like(w, dtype=torch.bool)
+        scores[name] = w
+    groups = [list(scores)] if scope == "global" else [[n] for n in scores]
+    masks = {}
+    for names in groups:
+        flat = torch.cat([scores[n].flatten() for n in names])
+        keep = torch.ones_like(flat, dtype=torch.bool)
+        k = int(round(sparsity * flat.numel()))
         if k > 0:
-            idx = torch.topk(w.flatten(), k, largest=False).indices
-            mask.view(-1)[idx] = False
-        masks[name] = mask.cpu()
+            keep[torch.topk(flat, k, largest=False).indices] = False
+        for n, part in zip(names, keep.split([scores[n].numel() for n in names]), strict=True):
+            masks[n] = part.view_as(scores[n]).cpu()
     return masks
 
 
@@ -220,7 +228,7 @@ class SparsityReport:
     per_matrix: dict[str, float]
     head_sparsity: float  # classifier + pooler, reported separately
     total_params: int
-    nonzero_params: int
+    nonzero_params: int  # total_params less the prunable zeros: alike for every method (head zeros in head_sparsity)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -244,7 +252,7 @@ def sparsity_report(model: nn.Module) -> SparsityReport:
         sparsity=zeros / total, prunable=total, zeros=zeros, per_matrix=per,
         head_sparsity=hz / ht if ht else 0.0,
         total_params=sum(p.numel() for p in params),
-        nonzero_params=sum(int((p != 0).sum()) for p in params),
+        nonzero_params=sum(p.numel() for p in params) - zeros,  # like for like: see nonzero_params
     )
 
 

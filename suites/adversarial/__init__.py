@@ -38,7 +38,7 @@ from bench.data.corpus import held_out_texts
 from bench.data.examples import Example, sha256_file, stratified_sample
 from bench.errors import BenchError
 from bench.metrics import accuracy
-from bench.model.predict import predict_logits
+from bench.model.predict import predict_logits, prediction_rows
 from bench.registry import SUITES, did_you_mean
 from suites.adversarial.recipes import RECIPES, Sources, build
 
@@ -165,13 +165,13 @@ class Adversarial(Suite):
         logits = predict_logits(candidate.model, candidate.tokenizer, task.test, task.max_length, ctx.device, ctx.precision)
         y = np.array([e.label for e in task.test])
         metrics: dict[str, float] = {"id": accuracy(y, logits.argmax(1))}
+        preds: list[dict] = prediction_rows("test", task.test, logits, logits.argmax(1))  # the clean pass, re-scorable
         ta = textattack()
         wrapper = make_wrapper(candidate.model, candidate.tokenizer, task.max_length, ctx.device, ctx.precision, p.batch_size)
         src = Sources(Path(ctx.data_dir) if ctx.data_dir else None, p.word_embedding, p.sentence_encoder, p.mlm,
                       tuple(task_texts(task.train)), frozenset(held_out_texts(task)), ctx.progress)
         details: dict = {"sizes": {"test": len(task.test), "attacked": n}, "sample_ids": [e.uid for e in sample],
                          "textattack": version("textattack"), "recipes": {}, "id_metric": "accuracy"}
-        preds: list[dict] = []
         fallbacks: set[str] = set()
         scratch = ctx.scratch or Path(tempfile.mkdtemp(prefix="bench-attack-"))  # the runner always gives one
         for recipe in chosen:

@@ -17,6 +17,7 @@ import pytest
 from bench.core.executors import execute, run_jobs
 from bench.spec.plan import plan
 from bench.spec.sweep import load_spec, runs
+from tests.conftest import sweep_exit
 
 
 def _spec(tmp_path, tiny_bert) -> Path:
@@ -111,7 +112,7 @@ def test_killing_a_sweep_and_rerunning_it_finishes_only_the_missing_jobs(local_r
     before = {p.name: p.stat().st_mtime_ns for p in (out / "records").glob("*.json")}
     assert 2 <= len(before) < 4
     rerun = subprocess.run(argv, capture_output=True, text=True, timeout=600, env={**os.environ})
-    assert rerun.returncode == 0, rerun.stderr
+    assert rerun.returncode == sweep_exit(out), rerun.stderr
     after = {p.name: p.stat().st_mtime_ns for p in (out / "records").glob("*.json")}
     assert set(after) == set(expected) and all(after[k] == v for k, v in before.items())  # old ones untouched
     assert _scores(out) == expected

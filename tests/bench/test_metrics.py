@@ -34,3 +34,16 @@ def test_f_bias_is_ratio_of_relative_drops():
     assert f_bias(0.75, 0.6, 0.8, 0.6) == pytest.approx(0.8)
     assert f_bias(0.8, 0.6, 0.8, 0.6) == pytest.approx(1.0)
     assert math.isnan(f_bias(0.7, 0.6, 0.8, 0.8))  # no drop in the full model: undefined
+
+
+def test_a_candidate_that_did_not_learn_is_degenerate():
+    from bench.metrics import degenerate
+
+    y = [0, 1] * 50  # balanced
+    assert "predicts class 1 on 96.0%" in degenerate(y, [1] * 96 + [0] * 4)
+    assert degenerate(y, y[:90] + [1] * 10) is None  # 95 % right
+    assert "within 1%" in degenerate(y, [0, 0] * 25 + [1, 1] * 25)  # 50 % right on a balanced set
+    assert degenerate(y, y) is None
+    skewed = [0] * 97 + [1] * 3  # gold itself 97 % one class: a model that answers it mostly is not flagged for that
+    assert degenerate(skewed, [0] * 97 + [1] * 3) is None
+    assert "majority class" in degenerate(skewed, [0] * 100)

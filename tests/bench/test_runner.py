@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from bench.core.atomic import write_atomic
+from bench.core.records import load_predictions
 from bench.core.runner import torch_device
 from bench.errors import BenchError
 from bench.model.predict import predict_logits
@@ -22,10 +23,11 @@ def test_imp_run_writes_record_with_reference_and_provenance(runner, run_spec):
     assert any(s["sha256"] for s in prov["data"]["sources"])
     records = sorted((runner.out / "records").glob("*.json"))
     assert len(records) == 2  # the run and its full-model reference
-    preds = (runner.out / "records" / rec.predictions).resolve().read_text().splitlines()
+    preds = load_predictions(runner.out / "records", rec)
     assert len(preds) == 40 + 40  # test + OOD, capped by max_examples
-    row = json.loads(preds[0])
-    assert {"set", "uid", "gold", "pred", "logits"} <= set(row)
+    assert {"set", "uid", "gold", "pred", "probs"} <= set(preds[0])
+    assert sum(preds[0]["probs"]) == pytest.approx(1.0, abs=1e-3)
+    assert rec.predictions.endswith(".jsonl.gz") and len(rec.predictions_sha256) == 64
 
 
 def test_f_bias_matches_the_two_records(runner, run_spec):
@@ -53,7 +55,6 @@ def test_reference_follows_the_recipe_not_the_loss(runner, run_spec):
 
 
 def test_records_are_strict_json(runner, run_spec):
-    import json
     import math
 
     from bench.core.records import load_record
@@ -134,3 +135,37 @@ def test_comma_separated_parameters_expand_into_a_grid(tiny_bert):
     assert {(s.params.loss, s.sparsity, s.seed) for s in specs} == {
         (loss, sp, seed) for loss in ("ce", "poe") for sp in (0.2, 0.5) for seed in (0, 1)}
     assert all(s.params.init == "hard" for s in specs)
+
+
+def test_a_constant_candidate_is_flagged_in_its_record_and_fails_the_run(tiny_bert, tmp_path, monkeypatch, capsys):
+    """Issue 24 / Zheng et al. controls: a model answering one class is flagged degenerate in its
+    record and on the leaderboard, with a warning; a sweep (a study) with one fails."""
+    import torch
+
+    from bench.cli import main
+    from bench.core.records import load_records
+    from methods.finetune import Finetune
+
+    real = Finetune.build
+
+    def constant(self, ctx, p):
+        cand = real(self, ctx, p)
+        with torch.no_grad():
+            cand.model.classifier.weight.zero_()
+            cand.model.classifier.bias.copy_(torch.tensor([10.0, 0.0, 0.0]))
+        return cand
+
+    monkeypatch.setattr(Finetune, "build", constant)
+    out = tmp_path / "out"
+    code = main(["run", "--method", "finetune", "--suite", "ood", "--backbone", str(tiny_bert), "--max-examples", "40",
+                 "--param", "epochs=1", "--param", "batch_size=8", "--out", str(out), "--quiet"])
+    assert code == 0
+    assert "bench: warning: 1 of 1 candidates did not learn the task" in capsys.readouterr().err
+    (record,) = load_records(out / "records")
+    assert record.degenerate.startswith("predicts class 0 on 100.0%")
+    assert "DEGENERATE" in (out / "LEADERBOARD.md").read_text()
+    spec = tmp_path / "study.toml"
+    spec.write_text(f'[defaults]\nbackbone = "{tiny_bert}"\nmax_examples = 40\nsuite = "ood"\n'
+                    '[[group]]\nmethod = "finetune"\nparams = { epochs = 1, batch_size = 8 }\n')
+    assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 2
+    assert "bench: error: 1 of 1 candidates did not learn the task" in capsys.readouterr().err

