@@ -149,6 +149,16 @@ class Suite(ABC):
         """Metrics relative to the full standard-CE model of the same backbone, task and seed."""
         return {}
 
+    def score(self, rows: list[dict], details: dict) -> dict[str, float] | None:
+        """Every metric of an evaluation recomputed from its per-example rows and its details
+        (what ``bench rescore`` checks a record with); None: this suite cannot re-score."""
+        return None
+
+    def sets(self, task: TaskData, params: Any) -> dict[str, list[Example]]:
+        """The evaluated examples by the ``set`` name their rows carry, so that a re-score can
+        check each row's gold label against the data; {} when the suite cannot say."""
+        return {}
+
     def examples(self, sizes: dict[str, int], params: Any) -> float:
         """Model forward passes (in examples) one evaluation makes, given the task's split
         sizes (``test``, ``ood/<set>``): for sweep estimates only."""

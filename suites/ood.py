@@ -56,47 +56,53 @@ class OOD(Suite):
         run = lambda exs: predict_logits(  # noqa: E731
             candidate.model, candidate.tokenizer, exs, task.max_length, ctx.device, ctx.precision
         )
-        metrics: dict[str, float] = {}
-        preds: list[dict] = []
-        details: dict = {"id_metric": task.id_metric, "sizes": {"test": len(task.test)}, "pools": {},
-                         "metrics": {s.name: s.metric for s in sets}}
-
         logits = run(task.test)
-        y = np.array([e.label for e in task.test])
-        p = logits.argmax(1)
-        metrics["id"] = id_metric(task.id_metric, y, p)
-        metrics["id_acc"] = accuracy(y, p)
-        groups = np.array([e.group for e in task.test])
+        rows = prediction_rows("test", task.test, logits, logits.argmax(1))
+        for s in sets:
+            logits = run(s.examples)
+            rows += prediction_rows(s.name, s.examples, logits, collapse(logits.argmax(1), s.collapse))
+        details: dict = {"id_metric": task.id_metric, "sizes": {"test": len(task.test)} | {s.name: len(s.examples) for s in sets},
+                         "pools": {}, "metrics": {s.name: s.metric for s in sets}, "labels": {s.name: list(s.labels) for s in sets}}
+        for s in sets:
+            details["pools"].setdefault(s.pool, []).append(s.name)
+        return SuiteResult(metrics=self.score(rows, details), predictions=rows, details=details)
+
+    def score(self, rows: list[dict], details: dict) -> dict[str, float] | None:
+        """ID metric (and MNLI's easy / hard halves), each OOD set's metric, accuracy, cells
+        (group x gold label), their means per label and the share predicted as the first label,
+        and each pool's metric over its sets' examples together."""
+        if "labels" not in details:  # records made before the suite kept what re-scoring needs
+            return None
+        by_set: dict[str, list[dict]] = {}
+        for r in rows:
+            by_set.setdefault(r["set"], []).append(r)
+        arrays = {name: (np.array([r["gold"] for r in rs]), np.array([r["pred"] for r in rs])) for name, rs in by_set.items()}
+        y, p = arrays.get("test", (np.array([]), np.array([])))
+        metrics = {"id": id_metric(details["id_metric"], y, p), "id_acc": accuracy(y, p)}
+        groups = np.array([r.get("group") for r in by_set.get("test", [])])
         if set(groups.tolist()) == {"easy", "hard"}:  # MNLI's hypothesis-only hardness (Du et al. 2023)
             for g in ("easy", "hard"):
                 metrics[f"id/{g}"] = accuracy(y[groups == g], p[groups == g])
             metrics["id/gap"] = metrics["id/easy"] - metrics["id/hard"]
-        preds += prediction_rows("test", task.test, logits, p)
+        for name, metric in details["metrics"].items():
+            y, p = arrays.get(name, (np.array([]), np.array([])))
+            labels = details["labels"][name]
+            metrics[f"ood/{name}"] = id_metric(metric, y, p)
+            metrics[f"ood/{name}/acc"] = accuracy(y, p)
+            if any(r.get("group") for r in by_set.get(name, [])):
+                c = cells(y, p, [r.get("group") for r in by_set[name]], labels)
+                metrics.update({f"ood/{name}/{k}": v for k, v in c.items()})
+                for lname in labels:  # mean over heuristics of one gold label
+                    metrics[f"ood/{name}/mean/{lname}"] = float(np.mean([v for k, v in c.items() if k.endswith(f"/{lname}")]))
+            metrics[f"ood/{name}/share/{labels[0]}"] = float((p == 0).mean())
+        for pool, names in details["pools"].items():
+            ys = np.concatenate([arrays[n][0] for n in names if n in arrays] or [np.array([])])
+            ps = np.concatenate([arrays[n][1] for n in names if n in arrays] or [np.array([])])
+            metrics[f"pool/{pool}"] = id_metric(details["metrics"][names[0]], ys, ps)
+        return metrics
 
-        pooled: dict[str, tuple[list, list, str]] = {}
-        for s in sets:
-            logits = run(s.examples)
-            y = np.array([e.label for e in s.examples])
-            p = collapse(logits.argmax(1), s.collapse)
-            metrics[f"ood/{s.name}"] = id_metric(s.metric, y, p)
-            metrics[f"ood/{s.name}/acc"] = accuracy(y, p)
-            details["sizes"][s.name] = len(s.examples)
-            if any(e.group for e in s.examples):
-                groups = [e.group for e in s.examples]
-                c = cells(y, p, groups, s.labels)
-                metrics.update({f"ood/{s.name}/{k}": v for k, v in c.items()})
-                for lname in s.labels:  # mean over heuristics of one gold label
-                    vals = [v for k, v in c.items() if k.endswith(f"/{lname}")]
-                    metrics[f"ood/{s.name}/mean/{lname}"] = float(np.mean(vals))
-            metrics[f"ood/{s.name}/share/{s.labels[0]}"] = float((p == 0).mean())
-            preds += prediction_rows(s.name, s.examples, logits, p)
-            ys, ps, _ = pooled.setdefault(s.pool, ([], [], s.metric))
-            ys.extend(y.tolist())
-            ps.extend(p.tolist())
-        for pool, (ys, ps, metric) in pooled.items():
-            metrics[f"pool/{pool}"] = id_metric(metric, np.array(ys), np.array(ps))
-            details["pools"][pool] = [s.name for s in sets if s.pool == pool]
-        return SuiteResult(metrics=metrics, predictions=preds, details=details)
+    def sets(self, task, params: OODParams | None) -> dict[str, list]:
+        return {"test": task.test} | {s.name: s.examples for s in _sets(task, params)}
 
     def compare(self, metrics: dict[str, float], reference: dict[str, float]) -> dict[str, float]:
         out = {}

@@ -163,8 +163,6 @@ class Adversarial(Suite):
         chosen, n = p.chosen(), p.size(len(task.test))
         sample = stratified_sample(task.test, n, p.sample_seed)
         logits = predict_logits(candidate.model, candidate.tokenizer, task.test, task.max_length, ctx.device, ctx.precision)
-        y = np.array([e.label for e in task.test])
-        metrics: dict[str, float] = {"id": accuracy(y, logits.argmax(1))}
         preds: list[dict] = prediction_rows("test", task.test, logits, logits.argmax(1))  # the clean pass, re-scorable
         ta = textattack()
         wrapper = make_wrapper(candidate.model, candidate.tokenizer, task.max_length, ctx.device, ctx.precision, p.batch_size)
@@ -180,7 +178,6 @@ class Adversarial(Suite):
                       "sample_seed": p.sample_seed}
             rows = self._attack(ta, built.attack, recipe, sample, task.pair, scratch / f"{recipe}.jsonl", header, ctx.progress,
                                 p.sample_seed)
-            metrics.update({f"{recipe}/{k}": v for k, v in summarize(rows).items()})
             details["recipes"][recipe] = {"settings": built.settings, "resources": [r.to_dict() for r in built.resources]}
             fallbacks |= {r.role for r in built.resources if r.kind == "fallback"}
             preds += rows
@@ -188,7 +185,20 @@ class Adversarial(Suite):
         details["resources_tag"] = (f"fallback resources {hashlib.sha256(resources.encode()).hexdigest()[:8]}"
                                     if fallbacks else "official")
         details["model_calls"] = wrapper.calls
-        return SuiteResult(metrics=metrics, predictions=preds, details=details)
+        return SuiteResult(metrics=self.score(preds, details), predictions=preds, details=details)
+
+    def score(self, rows: list[dict], details: dict) -> dict[str, float] | None:
+        """Clean accuracy on the whole test set, then Clean%, Aua%, Suc% and #Query per recipe."""
+        test = [r for r in rows if r["set"] == "test"]
+        metrics = {"id": accuracy(np.array([r["gold"] for r in test]), np.array([r["pred"] for r in test]))} if test else {}
+        for recipe in details.get("recipes", {}):
+            metrics.update({f"{recipe}/{k}": v for k, v in summarize([r for r in rows if r["set"] == recipe]).items()})
+        return metrics
+
+    def sets(self, task, params: AttackParams | None) -> dict[str, list[Example]]:
+        p = params or AttackParams()
+        sample = stratified_sample(task.test, p.size(len(task.test)), p.sample_seed)
+        return {"test": task.test} | {recipe: sample for recipe in p.chosen()}
 
     @staticmethod
     def _attack(ta, attack, recipe: str, sample: list[Example], pair: bool, path: Path, header: dict,
