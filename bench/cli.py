@@ -72,6 +72,10 @@ def _parser() -> argparse.ArgumentParser:
     lb = sub.add_parser("leaderboard", help="regenerate the Markdown leaderboard from records")
     lb.add_argument("--out", default=DEFAULT_OUT, help="output directory whose records/ to read")
     lb.add_argument("--output", help="Markdown file to write (default: OUT/LEADERBOARD.md)")
+
+    rs = sub.add_parser("rescore", help="recompute every metric of every record from its predictions and the data")
+    rs.add_argument("out", nargs="+", help="output directories whose records/ to check (for example results/*)")
+    rs.add_argument("--data-dir", help="where the evaluation data is, if not where the runs found it")
     return ap
 
 
@@ -245,6 +249,20 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rescore(a: argparse.Namespace) -> int:
+    from bench.core.rescore import rescore, summary
+
+    bad = 0
+    for out in a.out:
+        results = rescore(Path(out), a.data_dir)
+        print(summary(Path(out), results))
+        bad += sum(r.status == "mismatch" for r in results)
+    if bad:
+        print(f"bench: error: {bad} records do not re-score to their numbers", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -256,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
             cmd_ls(a.markdown)
         elif a.cmd == "sweep":
             return cmd_sweep(a)
+        elif a.cmd == "rescore":
+            return cmd_rescore(a)
         elif a.cmd == "leaderboard":
             path = write_leaderboard(Path(a.out), Path(a.output) if a.output else None)
             print(path.read_text())

@@ -1,0 +1,121 @@
+"""``bench rescore``: every metric of every record recomputed from its per-example predictions
+and the evaluation data, so that nobody has to trust a committed number.
+
+For each record: the predictions file is read and checked against the record's sha256; each
+row's gold label is checked against the example of the same id in the data the run used (its
+task, example cap and suite parameters, from the record's provenance); the suite recomputes its
+metrics from the rows (``Suite.score``, the formula ``evaluate`` itself uses), F_bias from the
+re-scored reference record, and the degenerate flag from the test rows. Any difference is a
+mismatch. Timings (``eff/``) are measurements, not functions of the predictions, and are not
+re-scored; records made before predictions were kept are listed as not re-scorable.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.core.records import Record, load_predictions, load_records
+from bench.errors import BenchError
+from bench.metrics import degenerate
+from bench.registry import SUITES, TASKS
+from bench.spec.run import resolve
+
+TIMED = "eff/"
+
+
+@dataclass
+class Rescored:
+    run_id: str
+    status: str  # "exact", "mismatch" or "not re-scorable"
+    problems: list[str] = field(default_factory=list)
+    metrics: dict[str, float] = field(default_factory=dict)  # the recomputed metrics
+    checked: int = 0  # metrics recomputed and compared
+    gold: str = "checked"  # or why the gold labels could not be checked
+
+
+def _same(a, b) -> bool:
+    if a is None or b is None or (isinstance(a, float) and math.isnan(a)) or (isinstance(b, float) and math.isnan(b)):
+        return (a is None or (isinstance(a, float) and math.isnan(a))) and (b is None or (isinstance(b, float) and math.isnan(b)))
+    return math.isclose(a, b, rel_tol=0.0, abs_tol=1e-9)
+
+
+def _gold(record: Record, rows: list[dict], data_dir: str | None) -> tuple[list[str], str]:
+    """Rows whose id or gold label is not the data's, or why the data could not be read."""
+    conf = record.provenance.get("config", {})
+    try:
+        spec = resolve(record.method, record.suite, task=record.task, backbone=record.backbone, seed=record.seed,
+                       sparsity=conf.get("sparsity"), params=conf.get("params"), suite_params=conf.get("suite_params"),
+                       data_dir=data_dir or conf.get("data_dir"), max_examples=conf.get("max_examples"),
+                       check_backbone=False, default_sparsity=False)
+        task = TASKS.get(record.task).load(spec.data_path).limited(spec.max_examples)
+        sets = SUITES.get(record.suite).sets(task, spec.suite_params)
+    except BenchError as e:
+        return [], f"unchecked ({e})"
+    if not sets:
+        return [], f"unchecked (suite '{record.suite}' does not name its evaluated examples)"
+    labels = {name: {e.uid: e.label for e in exs} for name, exs in sets.items()}
+    problems = []
+    for r in rows:
+        known = labels.get(r["set"], {})
+        if r["uid"] not in known:
+            problems.append(f"row {r['set']}/{r['uid']} is not an example of the data")
+        elif known[r["uid"]] != r["gold"]:
+            problems.append(f"row {r['set']}/{r['uid']} has gold {r['gold']}, the data {known[r['uid']]}")
+    for name, exs in sets.items():
+        n = sum(1 for r in rows if r["set"] == name)
+        if n and n != len(exs):
+            problems.append(f"set {name}: {n} rows for {len(exs)} examples")
+    return problems[:5] + ([f"... and {len(problems) - 5} more"] if len(problems) > 5 else []), "checked"
+
+
+def rescore_record(record: Record, records_dir: Path, data_dir: str | None = None) -> Rescored:
+    if not record.predictions:
+        return Rescored(record.run_id, "not re-scorable", ["no per-example predictions kept"])
+    if not (records_dir / record.predictions).is_file():
+        return Rescored(record.run_id, "not re-scorable", [f"its predictions file {record.predictions} is not there"])
+    try:
+        rows = load_predictions(records_dir, record)
+    except BenchError as e:
+        return Rescored(record.run_id, "mismatch", [str(e)])
+    metrics = SUITES.get(record.suite).score(rows, record.details)
+    if metrics is None:
+        return Rescored(record.run_id, "not re-scorable", [f"suite '{record.suite}' cannot re-score this record's rows"])
+    problems, gold = _gold(record, rows, data_dir)
+    for key, value in metrics.items():
+        if key not in record.metrics:
+            problems.append(f"{key}: recomputed {value:.6g}, the record has none")
+        elif not _same(record.metrics[key], value):
+            problems.append(f"{key}: recorded {record.metrics[key]}, recomputed {value}")
+    test = [r for r in rows if r["set"] == "test"]
+    if test and degenerate([r["gold"] for r in test], [r["pred"] for r in test]) != record.degenerate:
+        problems.append(f"degenerate: recorded {record.degenerate!r}, recomputed otherwise")
+    return Rescored(record.run_id, "mismatch" if problems else "exact", problems, metrics, len(metrics), gold)
+
+
+def rescore(out: Path, data_dir: str | None = None) -> list[Rescored]:
+    """Every record under ``out/records``, F_bias included (against its re-scored reference)."""
+    records = load_records(Path(out) / "records")
+    results = {r.run_id: rescore_record(r, Path(out) / "records", data_dir) for r in records}
+    by_id = {r.run_id: r for r in records}
+    for r in records:
+        res, ref = results[r.run_id], by_id.get(r.reference or "")
+        if res.status == "not re-scorable" or ref is None or not SUITES.get(r.suite).compares:
+            continue
+        ref_metrics = results[ref.run_id].metrics if results[ref.run_id].status == "exact" else ref.metrics
+        for key, value in SUITES.get(r.suite).compare(res.metrics, ref_metrics).items():
+            res.checked += 1
+            if not _same(r.metrics.get(key), value):
+                res.problems.append(f"{key}: recorded {r.metrics.get(key)}, recomputed {value}")
+                res.status = "mismatch"
+    return list(results.values())
+
+
+def summary(out: Path, results: list[Rescored]) -> str:
+    lines = [f"{r.run_id}: {r.status}: {'; '.join(r.problems)}" for r in results if r.status != "exact"]
+    lines += [f"{r.run_id}: gold labels {r.gold}" for r in results if r.status == "exact" and r.gold != "checked"]
+    n = {s: sum(r.status == s for r in results) for s in ("exact", "mismatch", "not re-scorable")}
+    lines.append(f"{out}: {len(results)} records, {n['exact']} re-scored exactly ({sum(r.checked for r in results)} "
+                 f"metrics), {n['mismatch']} with mismatches, {n['not re-scorable']} not re-scorable")
+    return "\n".join(lines)

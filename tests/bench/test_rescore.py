@@ -1,0 +1,65 @@
+"""`bench rescore`: a record's numbers are recomputed from its predictions and the data."""
+
+import gzip
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.cli import main
+from bench.core.records import load_record
+from bench.core.rescore import rescore
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _rewrite(path: Path, edit) -> None:
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data))
+
+
+def test_a_fresh_record_and_its_f_bias_rescore_exactly(runner, run_spec, capsys):
+    rec = runner.run(run_spec("finetune", params={"loss": "poe", "epochs": 1, "batch_size": 8}))
+    results = {r.run_id: r for r in rescore(runner.out)}
+    assert len(results) == 2 and all(r.status == "exact" and r.gold == "checked" for r in results.values())
+    assert results[rec.run_id].checked == len([k for k in rec.metrics if not k.startswith("eff/")])  # F_bias too
+    assert main(["rescore", str(runner.out)]) == 0
+    assert "2 re-scored exactly" in capsys.readouterr().out
+
+
+def test_an_edited_metric_an_edited_prediction_or_a_wrong_gold_label_is_a_mismatch(runner, run_spec, capsys):
+    rec = runner.run(run_spec("finetune"))
+    path = runner.out / "records" / f"{rec.run_id}.json"
+    _rewrite(path, lambda d: d["metrics"].update({"ood/hans_synth": d["metrics"]["ood/hans_synth"] + 0.01}))
+    assert main(["rescore", str(runner.out)]) == 2
+    out = capsys.readouterr()
+    assert "ood/hans_synth: recorded" in out.out and "1 records do not re-score" in out.err
+
+    runner.run(run_spec("finetune"), force=True)  # a clean record again
+    rec = load_record(path)
+    preds = (path.parent / rec.predictions).resolve()
+    original = [json.loads(x) for x in gzip.decompress(preds.read_bytes()).decode().splitlines()]
+    rows = [dict(r) for r in original]
+    rows[0]["pred"] = (rows[0]["pred"] + 1) % 3
+    preds.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode(), mtime=0))
+    (res,) = [r for r in rescore(runner.out) if r.run_id == rec.run_id]
+    assert res.status == "mismatch" and "checksum differs" in res.problems[0]
+
+    _rewrite(path, lambda d: d.update(predictions_sha256=hashlib.sha256(preds.read_bytes()).hexdigest()))
+    (res,) = [r for r in rescore(runner.out) if r.run_id == rec.run_id]
+    assert res.status == "mismatch" and any(p.startswith(("id", "id_acc")) for p in res.problems)
+
+    rows = [dict(r) for r in original]
+    rows[1]["gold"] = (rows[1]["gold"] + 1) % 3  # a label the data does not have for this example
+    preds.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode(), mtime=0))
+    _rewrite(path, lambda d: d.update(predictions_sha256=hashlib.sha256(preds.read_bytes()).hexdigest()))
+    (res,) = [r for r in rescore(runner.out) if r.run_id == rec.run_id]
+    assert any(f"has gold {rows[1]['gold']}" in p for p in res.problems)
+
+
+@pytest.mark.parametrize("study", sorted(p.name for p in (ROOT / "results").iterdir() if (p / "records").is_dir()))
+def test_every_committed_study_rescores_without_a_mismatch(study):
+    results = rescore(ROOT / "results" / study, str(ROOT.parent / "shared" / "data"))
+    assert [r.problems for r in results if r.status == "mismatch"] == []
