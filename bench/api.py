@@ -17,11 +17,12 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
+from bench.core.records import Column
 from bench.data.examples import EvalSet, Example, TaskData
 from bench.model.backbone import Backbone
 from bench.model.masking import SparsityReport, sparsity_report
 
-__all__ = ["Candidate", "Context", "EvalSet", "Example", "Method", "Need", "Suite", "SuiteResult", "TaskData",
+__all__ = ["Candidate", "Column", "Context", "EvalSet", "Example", "Method", "Need", "Suite", "SuiteResult", "TaskData",
            "confreg_teacher"]
 
 
@@ -140,7 +141,7 @@ class Suite(ABC):
         ``bench run`` and ``bench sweep`` call it for every evaluation once the plan is made."""
         return None
 
-    def fingerprint(self, data_dir: Path | None) -> dict:
+    def fingerprint(self, data_dir: Path | None, params: Any = None) -> dict:
         """What, beyond the task's data and the suite's parameters, decides this suite's numbers
         (resource files of a data directory, library versions): part of every run's id."""
         return {}
@@ -148,6 +149,11 @@ class Suite(ABC):
     def compare(self, metrics: dict[str, float], reference: dict[str, float]) -> dict[str, float]:
         """Metrics relative to the full standard-CE model of the same backbone, task and seed."""
         return {}
+
+    def columns(self, details: dict, metrics: dict[str, float]) -> list[Column]:
+        """How the leaderboard shows this suite's metrics (undeclared ones still appear, under
+        their own names, in a table of other metrics)."""
+        return []
 
     def score(self, rows: list[dict], details: dict) -> dict[str, float] | None:
         """Every metric of an evaluation recomputed from its per-example rows and its details

@@ -136,7 +136,8 @@ def write_leaderboard(out: Path, output: Path | None = None) -> Path:
     from leaderboard.build import build
 
     target = output or out / "LEADERBOARD.md"
-    write_atomic(target, build(load_records(out / "records"), markdown=target, references=load_references(out)))
+    write_atomic(target, build(load_records(out / "records"), markdown=target, references=load_references(out),
+                               records_dir=out / "records"))
     return target
 
 

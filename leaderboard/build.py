@@ -1,12 +1,20 @@
-"""Build the leaderboard Markdown from run records (and nothing else).
+"""Build the leaderboard Markdown from run records (and nothing else; no torch).
 
-One table per (task, suite, backbone): rows are method (+ loss) @ target sparsity, columns the
-ID metric, every OOD set, HANS-style means over heuristics per gold label, F_bias per pool,
-achieved sparsity, non-zero parameters and the seeds. A cell with several seeds shows
-mean ± std (sample std) and the 95 % percentile-bootstrap interval of the mean over seeds.
-A second table per task gives every OOD cell (heuristic x label). Published numbers that a
-sweep spec carries (``<out>/references/``) are extra rows, labelled "published:", never
-averaged with runs.
+One leaderboard per (task, backbone): a row per candidate (method, parameters, sparsity), every
+suite's main columns side by side (clean ID, each OOD set, F_bias, Aua% and Suc% per attack
+recipe, speed-up), then sparsity, non-zero parameters and seeds. Which metric goes in which
+column, and how it is shown, is what each record's suite declared (``Column``); a metric no
+record declares appears under its own name in "other metrics". Details tables follow (ID halves,
+OOD cells, attacks, efficiency), then the paired tests against the reference.
+
+Numbers over seeds are labelled by ``leaderboard.stats``: mean ± sample std, with a t-interval
+from 3 seeds (BCa bootstrap from 10). Each candidate is compared with the reference (the full
+standard-CE model of the same seed, linked from the records; for suites that record no
+reference, the dense ``finetune (ce)`` row) on the same examples: exact McNemar on pooled
+per-example outcomes, Holm-corrected across the table. The rank orders candidates by the
+primary column and marks the differences from the reference that are significant. A row any of
+whose seeds did not learn its task (``degenerate``) is flagged and never ranked. Published
+numbers that a sweep spec carries are extra rows, labelled "published:", never averaged.
 """
 
 from __future__ import annotations
@@ -14,111 +22,20 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from bench.core.records import Record, Reference
-from leaderboard.plot import ATTACKS, heatmap, plot
-
-
-def fmt(values: list[float], scale: float = 100.0, digits: int = 1) -> str:
-    vals = [v * scale for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
-    if not vals:
-        return "–"
-    if len(vals) == 1:
-        return f"{vals[0]:.{digits}f}"
-    lo, hi = ci95(vals)
-    return f"{np.mean(vals):.{digits}f} ± {np.std(vals, ddof=1):.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
-
-
-def ci95(values: list[float]) -> tuple[float, float]:
-    """95 % percentile-bootstrap interval of the mean over seeds (scipy; fixed resampling seed,
-    so a leaderboard rebuilds identically). With 2-3 seeds it is wide and coarse: read it as
-    such, not as a significance test."""
-    from scipy.stats import bootstrap
-
-    vals = np.asarray(values, dtype=float)
-    if np.ptp(vals) == 0:
-        return float(vals[0]), float(vals[0])
-    res = bootstrap((vals,), np.mean, confidence_level=0.95, n_resamples=9999, method="percentile",
-                    random_state=0, vectorized=True)
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
-
+from bench.core.records import Column, Record, Reference, load_predictions
+from leaderboard.plot import heatmap, plot
+from leaderboard.stats import ALPHA, fmt, holm, mcnemar
 
 SHOWN_IN_LABEL = ("loss", "rewind", "paradigm", "retrain_loss", "ticket")  # already part of the method's label
-
-
-def _variant(r: Record) -> str:
-    """What distinguishes runs of one label that must not be averaged as seeds: non-default
-    parameters, the example cap, precision and device."""
-    conf = r.provenance.get("config", {})
-    parts = [f"{k}={v}" for k, v in sorted(conf.get("params", {}).items()) if k not in SHOWN_IN_LABEL]
-    if conf.get("max_examples"):
-        parts.append(f"max_examples={conf['max_examples']}")
-    parts += [v for v in (conf.get("precision"), conf.get("device")) if v and v not in ("fp32", "cpu")]
-    parts += [f"{k}={v}" for k, v in sorted(conf.get("suite_params", {}).items())]
-    tag = r.details.get("resources_tag")
-    if tag and tag != "official":
-        parts.append(tag)
-    return ", ".join(parts)
-
-
-def _row_key(r: Record) -> tuple:
-    target = r.sparsity.get("target")
-    return (0 if target is None else 1, r.label, target or 0.0, _variant(r))
-
-
-def _row_label(r: Record) -> str:
-    v = _variant(r)
-    return f"{r.label} [{v}]" if v else r.label
-
-
-def _columns(records: list[Record], references: list[Reference] = ()) -> list[tuple[str, str, float, int]]:
-    """(header, metric key, scale, digits) in a stable order."""
-    keys = sorted({k for r in records for k in r.metrics} | {k for ref in references for k in ref.metrics})
-    id_name = records[0].details.get("id_metric", "accuracy") if records else "accuracy"
-    f1 = id_name == "f1_weighted"
-    cols = [(f"ID {'F1' if f1 else 'acc'}", "id", 100.0, 1)] + ([("ID acc", "id_acc", 100.0, 1)] if f1 else [])
-    if "id/gap" in keys:  # hypothesis-only easy / hard halves of MNLI
-        cols += [("ID easy", "id/easy", 100.0, 1), ("ID hard", "id/hard", 100.0, 1), ("easy - hard", "id/gap", 100.0, 1)]
-    sets = [k.split("/")[1] for k in keys if k.startswith("ood/") and k.count("/") == 1]
-    for s in sets:
-        cols.append((s, f"ood/{s}", 100.0, 1))
-        if any(r.details.get("metrics", {}).get(s) == "f1_weighted" for r in records) or f1:
-            cols.append((f"{s} acc", f"ood/{s}/acc", 100.0, 1))
-        means = [k for k in keys if k.startswith(f"ood/{s}/mean/")]
-        for k in means:
-            cols.append((f"{s} {k.rsplit('/', 1)[1]} (mean of cells)", k, 100.0, 1))
-        share = [k for k in keys if k.startswith(f"ood/{s}/share/")]
-        if means:
-            cols += [(f"{s} predicted {k.rsplit('/', 1)[1]} %", k, 100.0, 1) for k in share]
-    cols += [(f"F_bias {k.split('/', 1)[1]}", k, 1.0, 2) for k in keys if k.startswith("f_bias/")]
-    if "eff/params_m" in keys:  # measured beside the dense backbone in the same process
-        cols += [("params (M)", "eff/params_m", 1.0, 2), ("disk (MB)", "eff/disk_mb", 1.0, 0),
-                 ("ex/s bs32", "eff/throughput_bs32", 1.0, 0), ("speed-up bs32", "eff/speedup_bs32", 1.0, 2),
-                 ("ms bs1", "eff/latency_bs1_ms", 1.0, 1), ("speed-up bs1", "eff/speedup_bs1", 1.0, 2)]
-    for recipe, shown in ATTACKS.items():
-        if f"{recipe}/aua" in keys:
-            cols += [(f"{shown} Clean%", f"{recipe}/clean", 100.0, 1), (f"{shown} Aua%", f"{recipe}/aua", 100.0, 1),
-                     (f"{shown} Suc%", f"{recipe}/suc", 100.0, 1), (f"{shown} #Query", f"{recipe}/queries", 1.0, 1)]
-    return cols
-
-
-
-def _resources(records: list[Record]) -> list[str]:
-    """One line per recipe naming the resources its numbers were made with."""
-    lines = []
-    for recipe, shown in ATTACKS.items():
-        used = sorted({f"{res['role']}: {res['name']} ({res['kind']})" for r in records
-                       for res in r.details.get("recipes", {}).get(recipe, {}).get("resources", [])})
-        tags = sorted({r.details.get("resources_tag", "") for r in records if recipe in r.details.get("recipes", {})})
-        if used:
-            lines.append(f"- {shown} resources ({', '.join(tags)}): {'; '.join(used)}")
-    return lines
+SCALE = {"percent": (100.0, 1), "ratio": (1.0, 2), "number": (1.0, 1)}
+REFERENCE_LABEL = "finetune (ce)"
 
 
 def nonzero(r: Record) -> int:
@@ -128,130 +45,331 @@ def nonzero(r: Record) -> int:
     return r.sparsity["total_params"] - r.sparsity["zeros"]
 
 
-def _full_params(records: list[Record]) -> int:
-    return max((r.sparsity.get("total_params", 0) for r in records), default=0)
+def _suite_setting(r: Record) -> str:
+    parts = [f"{k}={v}" for k, v in sorted(r.provenance.get("config", {}).get("suite_params", {}).items())]
+    tag = r.details.get("resources_tag")
+    return ", ".join(parts + ([tag] if tag and tag != "official" else []))
 
 
-def _target(r: Record, full: int) -> str:
+def _variant(r: Record, suite_varies: bool) -> str:
+    """What distinguishes runs of one label that must not be averaged as seeds: non-default
+    parameters, the example cap, precision and device (and the suite's settings where one
+    table holds several)."""
+    conf = r.provenance.get("config", {})
+    parts = [f"{k}={v}" for k, v in sorted(conf.get("params", {}).items()) if k not in SHOWN_IN_LABEL]
+    if conf.get("max_examples"):
+        parts.append(f"max_examples={conf['max_examples']}")
+    parts += [v for v in (conf.get("precision"), conf.get("device")) if v and v not in ("fp32", "cpu")]
+    if suite_varies and _suite_setting(r):
+        parts.append(f"{r.suite}: {_suite_setting(r)}")
+    return ", ".join(parts)
+
+
+@dataclass
+class Candidate:
+    """One leaderboard row: the records of one method, parameters and sparsity, every suite and seed."""
+
+    label: str
+    target: float | None
+    variant: str
+    records: list[Record] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"{self.label} [{self.variant}]" if self.variant else self.label
+
+    @property
+    def seeds(self) -> list[int]:
+        return sorted({r.seed for r in self.records})
+
+    def record(self, seed: int, key: str) -> Record | None:
+        """The record of ``seed`` holding metric ``key`` (the first suite's, by name)."""
+        return next((r for r in sorted(self.records, key=lambda r: r.suite) if r.seed == seed and key in r.metrics), None)
+
+    def values(self, key: str) -> list[float | None]:
+        return [rec.metrics[key] for s in self.seeds if (rec := self.record(s, key)) is not None]
+
+    @property
+    def degenerate(self) -> list[int]:
+        return sorted({r.seed for r in self.records if r.degenerate})
+
+
+@dataclass
+class Test:
+    candidate: Candidate
+    column: Column
+    pairs: int
+    delta: float  # candidate minus reference, share of paired examples right
+    p: float
+    p_holm: float = 1.0
+
+
+@dataclass
+class Section:
+    task: str
+    backbone: str
+    records: list[Record]
+    candidates: list[Candidate]
+    columns: list[Column]
+    reference: Candidate | None
+    tests: list[Test]
+    references: list[Reference] = field(default_factory=list)
+
+    @property
+    def primary(self) -> Column | None:
+        return next((c for c in self.columns if c.primary and c.table == "main"), None)
+
+
+def _columns(records: list[Record]) -> list[Column]:
+    """Every declared column once (the first declaration wins), suites with more records
+    first; then whatever no record declares, as "other metrics"."""
+    by_suite: dict[str, list[Record]] = defaultdict(list)
+    for r in records:
+        by_suite[r.suite].append(r)
+    declared: dict[str, Column] = {}
+    for suite in sorted(by_suite, key=lambda s: (-len(by_suite[s]), s)):
+        for r in by_suite[suite]:
+            for d in r.columns:
+                declared.setdefault(d["key"], Column.from_dict(d))
+    other = sorted({k for r in records for k in r.metrics} - set(declared))
+    cols = list(declared.values()) + [Column(k, k, "number", None, "other metrics") for k in other]
+    return sorted(cols, key=lambda c: (c.table != "main", c.order))
+
+
+def _candidates(records: list[Record]) -> list[Candidate]:
+    settings: dict[str, set[str]] = defaultdict(set)
+    for r in records:
+        settings[r.suite].add(_suite_setting(r))
+    groups: dict[tuple, Candidate] = {}
+    for r in records:
+        target = r.sparsity.get("target")
+        key = (target is not None, r.label, target or 0.0, _variant(r, len(settings[r.suite]) > 1))
+        groups.setdefault(key, Candidate(r.label, target, key[3])).records.append(r)
+    return [groups[k] for k in sorted(groups)]
+
+
+def _reference(candidates: list[Candidate], records: list[Record]) -> Candidate | None:
+    """The candidate the records name as their reference most often (the fewest non-default
+    settings on a tie); else the dense default ``finetune (ce)``."""
+    links = [r.reference for r in records if r.reference]
+    score = {id(c): sum(link in {r.run_id for r in c.records} for link in links) for c in candidates}
+    linked = [c for c in candidates if score[id(c)]]
+    if linked:
+        return max(linked, key=lambda c: (score[id(c)], -len(c.variant)))
+    return next((c for c in candidates if c.label == REFERENCE_LABEL and c.target is None and not c.variant), None)
+
+
+def _outcomes(c: Candidate, column: Column, records_dir: Path | None) -> dict[tuple, bool]:
+    """(seed, set, example id) -> right or not, from the predictions of the records holding
+    ``column``; {} when they were not kept."""
+    out: dict[tuple, bool] = {}
+    for s in c.seeds:
+        rec = c.record(s, column.key)
+        if rec is None or records_dir is None or not rec.predictions or not (records_dir / rec.predictions).resolve().is_file():
+            continue
+        for row in load_predictions(records_dir, rec):
+            right = row.get("correct", row["gold"] == row.get("pred") if "result" not in row else None)
+            if row["set"] in column.rows and right is not None:  # rows before issue 25 have no 'correct'
+                out[(s, row["set"], row["uid"])] = bool(right)
+    return out
+
+
+def _tests(candidates: list[Candidate], columns: list[Column], ref: Candidate | None, records_dir: Path | None) -> list[Test]:
+    if ref is None:
+        return []
+    tests = []
+    for col in (c for c in columns if c.rows and c.table == "main"):
+        base = _outcomes(ref, col, records_dir)
+        if not base:
+            continue
+        for cand in candidates:
+            if cand is ref or cand.degenerate:
+                continue
+            mine = _outcomes(cand, col, records_dir)
+            pairs = [(mine[k], base[k]) for k in mine if k in base]
+            if pairs:
+                p, b, c = mcnemar(pairs)
+                tests.append(Test(cand, col, len(pairs), (b - c) / len(pairs), p))
+    for t, adjusted in zip(tests, holm([t.p for t in tests]), strict=True):
+        t.p_holm = adjusted
+    return tests
+
+
+def sections(records: list[Record], references: list[Reference] = (), records_dir: Path | None = None) -> list[Section]:
+    by_table: dict[tuple, list[Record]] = defaultdict(list)
+    for r in records:
+        by_table[(r.task, r.backbone)].append(r)
+    refs: dict[tuple, list[Reference]] = defaultdict(list)
+    for ref in references:
+        refs[(ref.task, ref.backbone)].append(ref)
+    out = []
+    for key in sorted(set(by_table) | set(refs)):
+        rs = by_table.get(key, [])
+        cands = _candidates(rs)
+        columns = _columns(rs)
+        reference = _reference(cands, rs)
+        out.append(Section(key[0], key[1], rs, cands, columns, reference,
+                           _tests(cands, columns, reference, records_dir), refs.get(key, [])))
+    return out
+
+
+def _target(c: Candidate, full: int) -> str:
     """'dense', a target sparsity, or 'structured' for a smaller architecture (heads removed,
     fewer layers) that has no unstructured target."""
-    target = r.sparsity.get("target")
-    if target is not None:
-        return f"{target:.0%}"
-    return "structured" if r.sparsity.get("total_params", full) < full else "dense"
+    if c.target is not None:
+        return f"{c.target:.0%}"
+    return "structured" if any(r.sparsity.get("total_params", full) < full for r in c.records) else "dense"
 
 
-def _flag(records: list[Record]) -> str:
-    """A mark on a row any of whose seeds did not learn its task (bench.metrics.degenerate)."""
-    bad = [str(r.seed) for r in records if getattr(r, "degenerate", None)]
-    return f" ⚠ DEGENERATE (seed {', '.join(bad)}: one class / majority-level; not ranked)" if bad else ""
+def _mean(c: Candidate, col: Column) -> float:
+    vals = [v for v in c.values(col.key) if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    return float(np.mean(vals)) if vals else math.nan
 
 
-def table(records: list[Record], references: list[Reference] = ()) -> pd.DataFrame:
-    full = _full_params(records)
-    groups: dict[tuple, list[Record]] = defaultdict(list)
-    for r in records:
-        groups[_row_key(r)].append(r)
-    cols = _columns(records, references)
+def ranks(sec: Section) -> dict[int, str]:
+    """Rank by the primary column's mean (direction as declared), with ▲ / ▼ where the paired
+    test against the reference on that column is significant; the reference is 'ref',
+    degenerate rows are never ranked."""
+    col = sec.primary
+    if col is None:
+        return {}
+    sign = -1.0 if col.higher_is_better is False else 1.0
+    ranked = sorted((c for c in sec.candidates if not c.degenerate and not math.isnan(_mean(c, col))),
+                    key=lambda c: -sign * _mean(c, col))
+    marks = {id(t.candidate): ("▲" if t.delta * sign > 0 else "▼") for t in sec.tests
+             if t.column.key == col.key and t.p_holm < ALPHA}
+    out = {id(c): f"{i}{' ' + marks[id(c)] if id(c) in marks else ''}" for i, c in enumerate(ranked, 1)}
+    if sec.reference is not None and id(sec.reference) in out:
+        out[id(sec.reference)] += " (ref)"
+    return out
+
+
+def main_table(sec: Section) -> pd.DataFrame:
+    full = max((r.sparsity.get("total_params", 0) for r in sec.records), default=0)
+    cols = [c for c in sec.columns if c.table == "main"]
+    rank = ranks(sec)
     rows = []
-    for ref in references:
-        row = {"method": f"published: {ref.label} ({ref.source})",
-               "target sparsity": "dense" if ref.sparsity is None else f"{ref.sparsity:.0%}"}
-        for header, metric, scale, digits in cols:
-            row[header] = fmt([ref.metrics.get(metric)], scale, digits)
-        rows.append(row | {"sparsity % (achieved)": "", "non-zero params (M)": "", "seed(s)": "published"})
-    for key in sorted(groups):
-        rs = sorted(groups[key], key=lambda r: r.seed)
-        row = {"method": _row_label(rs[0]) + _flag(rs), "target sparsity": _target(rs[0], full)}
-        for header, metric, scale, digits in cols:
-            row[header] = fmt([r.metrics.get(metric) for r in rs], scale, digits)
-        row["sparsity % (achieved)"] = fmt([r.sparsity["sparsity"] for r in rs], 100.0, 1)
-        row["non-zero params (M)"] = fmt([nonzero(r) for r in rs], 1e-6, 2)
-        row["seed(s)"] = ",".join(str(r.seed) for r in rs)
+    for ref in sec.references:
+        row = {"rank": "", "method": f"published: {ref.label} ({ref.source})",
+               "sparsity": "dense" if ref.sparsity is None else f"{ref.sparsity:.0%}"}
+        for c in cols:
+            row[c.label] = fmt([ref.metrics.get(c.key)], *SCALE[c.kind])
+        rows.append(row | {"sparsity % (achieved)": "", "non-zero params (M)": "", "seeds": "published"})
+    for cand in sec.candidates:
+        flag = f" ⚠ DEGENERATE (seed {', '.join(map(str, cand.degenerate))}: did not learn the task; not ranked)" if cand.degenerate else ""
+        row = {"rank": "—" if cand.degenerate else rank.get(id(cand), ""), "method": cand.name + flag,
+               "sparsity": _target(cand, full)}
+        for c in cols:
+            row[c.label] = fmt(cand.values(c.key), *SCALE[c.kind])
+        first = {s: next(r for r in cand.records if r.seed == s) for s in cand.seeds}
+        row["sparsity % (achieved)"] = fmt([first[s].sparsity["sparsity"] for s in cand.seeds], 100.0, 1)
+        row["non-zero params (M)"] = fmt([nonzero(first[s]) for s in cand.seeds], 1e-6, 2)
+        row["seeds"] = ",".join(map(str, cand.seeds))
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def cell_table(records: list[Record]) -> pd.DataFrame | None:
-    cell_keys = sorted({k for r in records for k in r.metrics if k.startswith("ood/") and k.count("/") == 3
-                        and "/mean/" not in k and "/share/" not in k})
-    if not cell_keys:
+def details_tables(sec: Section) -> list[tuple[str, pd.DataFrame]]:
+    names = list(dict.fromkeys(c.table for c in sec.columns if c.table != "main"))
+    out = []
+    for name in names:
+        cols = [c for c in sec.columns if c.table == name]
+        rows = []
+        for cand in sec.candidates:
+            cells = {c.label: fmt(cand.values(c.key), *SCALE[c.kind]) for c in cols}
+            if any(v != "–" for v in cells.values()):
+                rows.append({"method": cand.name, "sparsity": f"{cand.target:.0%}" if cand.target is not None else "dense"} | cells)
+        if rows:
+            out.append((name, pd.DataFrame(rows)))
+    return out
+
+
+def tests_table(sec: Section) -> pd.DataFrame | None:
+    if not sec.tests:
         return None
-    groups: dict[tuple, list[Record]] = defaultdict(list)
-    for r in records:
-        groups[_row_key(r)].append(r)
-    rows = []
-    for key in sorted(groups):
-        rs = groups[key]
-        row = {"method": _row_label(rs[0]), "target sparsity": _target(rs[0], _full_params(records))}
-        for k in cell_keys:
-            row["/".join(k.split("/")[1:])] = fmt([r.metrics.get(k) for r in rs])
-        rows.append(row)
-    return pd.DataFrame(rows)
+    cols = list(dict.fromkeys(t.column.label for t in sec.tests))
+    rows: dict[int, dict] = {}
+    for t in sec.tests:
+        row = rows.setdefault(id(t.candidate), {"method": t.candidate.name, "sparsity": f"{t.candidate.target:.0%}"
+                                                if t.candidate.target is not None else "dense"})
+        mark = " ✓" if t.p_holm < ALPHA else ""
+        row[t.column.label] = f"{100 * t.delta:+.1f} (p={t.p_holm:.2g}, n={t.pairs}){mark}"
+    return pd.DataFrame([{k: r.get(k, "") for k in ["method", "sparsity", *cols]} for r in rows.values()])
 
 
-def _sources(records: Iterable[Record]) -> str:
-    notes = {r.provenance["data"].get("note", "") for r in records} - {""}
-    kinds = {s["kind"] + ": " + s["detail"] for r in records for s in r.provenance["data"]["sources"]}
-    return "; ".join(sorted(notes)) or "; ".join(sorted(kinds))
+def _header(sec: Section) -> list[str]:
+    rs = sec.records
+    notes = {r.provenance["data"].get("note", "") for r in rs} - {""}
+    kinds = {s["kind"] + ": " + s["detail"] for r in rs for s in r.provenance["data"]["sources"]}
+    sizes = {}
+    for r in rs:
+        sizes.setdefault(r.suite, r.details.get("sizes", {}))
+    versions = sorted({f"transformers {r.provenance['versions'].get('transformers')}, torch {r.provenance['versions'].get('torch')}"
+                       + (f", textattack {r.details['textattack']}" if r.details.get("textattack") else "") for r in rs})
+    settings = sorted({f"{r.suite}: {_suite_setting(r)}" for r in rs if _suite_setting(r)})
+    lines = [f"- backbone: `{sec.backbone}`; data: {'; '.join(sorted(notes)) or '; '.join(sorted(kinds))}",
+             "- evaluated examples: " + "; ".join(f"suite `{s}`: " + ", ".join(f"{k} {v}" for k, v in z.items())
+                                                   for s, z in sorted(sizes.items())),
+             f"- {'; '.join(versions)}; device: {'; '.join(sorted({r.provenance['device'].get('name', '?') for r in rs}))}"]
+    lines += [f"- suite settings: {'; '.join(settings)}"] if settings else []
+    lines += [f"- {n}" for n in sorted({n for r in rs for n in r.details.get("notes", [])})]
+    return lines
 
 
-def build(records: list[Record], markdown: Path | None = None, references: list[Reference] = ()) -> str:
+def _legend(sec: Section) -> str:
+    ref = sec.reference.name if sec.reference else "none in this table"
+    primary = f"Ranked by {sec.primary.label} (mean over seeds)" if sec.primary else "Not ranked (no primary column)"
+    return (f"{primary}; ▲ / ▼: significantly above / below the reference ({ref}) on it, exact McNemar test on the "
+            "per-example outcomes of every seed pooled, Holm-corrected across this table's tests, p < 0.05.")
+
+
+def build(records: list[Record], markdown: Path | None = None, references: list[Reference] = (),
+          records_dir: Path | None = None) -> str:
     """The leaderboard Markdown; with ``markdown`` (where it will be written), the sparsity
-    plots are written to ``plots/`` beside it and linked."""
+    plots are written to ``plots/`` beside it and linked; with ``records_dir``, the paired tests
+    read the records' predictions."""
     out = [
         "# Leaderboard",
         "",
         f"Generated from {len(records)} run records by `python -m bench leaderboard` on "
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Do not edit by hand.",
         "",
-        "Numbers are percentages (F_bias a ratio; below 1 is less biased than the full standard-CE model "
-        "of the same backbone, task and seed). Several seeds: mean ± sample std [95 % percentile-bootstrap interval of the mean]. "
-        "Sparsity counts the encoder's Q, K, V, attention-output and FFN matrices (DESIGN section 3); "
-        "structurally compressed models (heads removed, fewer layers) show their size in the params columns.",
+        "One table per task and backbone, a row per candidate. Percentages (F_bias, speed-ups: ratios; F_bias "
+        "below 1 is less biased than the full standard-CE model of the same backbone, task and seed). Several "
+        "seeds: mean ± sample std; from 3 seeds, [the 95 % t-interval of the mean] (from 10, the 95 % BCa "
+        "bootstrap interval); fewer than 3 seeds have no interval. Sparsity counts the encoder's Q, K, V, "
+        "attention-output and FFN matrices (DESIGN section 3); non-zero parameters count every parameter "
+        "less those zeros.",
         "",
     ]
-    by_table: dict[tuple, list[Record]] = defaultdict(list)
-    for r in records:
-        by_table[(r.task, r.suite, r.backbone)].append(r)
-    refs: dict[tuple, list[Reference]] = defaultdict(list)
-    for ref in references:
-        refs[(ref.task, ref.suite, ref.backbone)].append(ref)
-    for key in sorted(set(refs) - set(by_table)):  # published numbers no run has reproduced yet
-        task, suite, backbone = key
-        out += [f"## {task} — suite `{suite}`", "", f"- backbone: `{backbone}`; no runs yet, published numbers only", "",
-                table([], refs[key]).to_markdown(index=False), ""]
-    for (task, suite, backbone), rs in sorted(by_table.items()):
-        versions = sorted({f"transformers {r.provenance['versions'].get('transformers')}, torch {r.provenance['versions'].get('torch')}"
-                           + (f", textattack {r.details['textattack']}" if r.details.get("textattack") else "") for r in rs})
-        devices = sorted({r.provenance["device"].get("name", "?") for r in rs})
-        sizes = rs[0].details.get("sizes", {})
-        out += [
-            f"## {task} — suite `{suite}`",
-            "",
-            f"- backbone: `{backbone}`; data: {_sources(rs)}",
-            f"- evaluated examples: {', '.join(f'{k} {v}' for k, v in sizes.items())}",
-            f"- {'; '.join(versions)}; device: {'; '.join(devices)}",
-            *_resources(rs),
-            "",
-            table(rs, refs.get((task, suite, backbone), [])).to_markdown(index=False),
-            "",
-        ]
+    for sec in sections(records, references, records_dir):
+        out += [f"## {sec.task} — backbone `{sec.backbone}`", ""]
+        if not sec.records:
+            out += ["No runs yet, published numbers only.", "", main_table(sec).to_markdown(index=False, disable_numparse=True), ""]
+            continue
+        out += [*_header(sec), "", main_table(sec).to_markdown(index=False, disable_numparse=True), "", _legend(sec), ""]
         if markdown is not None:
-            slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{task}_{suite}_{backbone}").strip("-")
-            groups: dict[tuple, list[Record]] = defaultdict(list)
-            for r in rs:
-                groups[_row_key(r)].append(r)
-            full = _full_params(rs)
-            rows = [(_row_label(g[0]), g[0].sparsity.get("target"), g) for _, g in sorted(groups.items())
-                    if _target(g[0], full) != "structured"]  # the plot's x axis is unstructured sparsity
-            png = plot(rows, markdown.parent / "plots" / f"{slug}.png", f"{task}, suite {suite}, backbone {backbone}")
-            if png is not None:
-                out += [f"![sparsity against the table's metrics, {task}](plots/{png.name})", ""]
-            png = heatmap(rows, markdown.parent / "plots" / f"{slug}_pattern.png", f"sparsity per layer and matrix, {task}")
-            if png is not None:
-                out += [f"![sparsity pattern per layer and matrix, {task}](plots/{png.name})", ""]
-        cells = cell_table(rs)
-        if cells is not None:
-            out += [f"Per-cell accuracy (heuristic / gold label), {task}:", "", cells.to_markdown(index=False), ""]
+            out += _plots(sec, markdown)
+        for name, df in details_tables(sec):
+            out += [f"{name}, {sec.task}:", "", df.to_markdown(index=False, disable_numparse=True), ""]
+        tests = tests_table(sec)
+        if tests is not None:
+            out += [f"Paired tests against {sec.reference.name}, {sec.task}: difference in the share of the same "
+                    "examples right, points (Holm-adjusted exact McNemar p, paired examples over all seeds; "
+                    "✓ p < 0.05):", "", tests.to_markdown(index=False, disable_numparse=True), ""]
     return "\n".join(out)
+
+
+def _plots(sec: Section, markdown: Path) -> list[str]:
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{sec.task}_{sec.backbone}").strip("-")
+    full = max((r.sparsity.get("total_params", 0) for r in sec.records), default=0)
+    rows = [(c.name, c.target, c.records) for c in sec.candidates if _target(c, full) != "structured"]
+    panels = [(c.label, c.key, SCALE[c.kind][0]) for c in sec.columns if c.table == "main"]
+    out = []
+    png = plot(rows, panels, markdown.parent / "plots" / f"{slug}.png", f"{sec.task}, backbone {sec.backbone}")
+    if png is not None:
+        out += [f"![sparsity against the table's metrics, {sec.task}](plots/{png.name})", ""]
+    png = heatmap(rows, markdown.parent / "plots" / f"{slug}_pattern.png", f"sparsity per layer and matrix, {sec.task}")
+    if png is not None:
+        out += [f"![sparsity pattern per layer and matrix, {sec.task}](plots/{png.name})", ""]
+    return out

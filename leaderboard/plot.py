@@ -1,7 +1,7 @@
 """Sparsity plots from run records (and nothing else), written beside the leaderboard.
 
-One figure per (task, suite, backbone) with OOD-style metrics: a panel each for the ID metric,
-every OOD set and F_bias, sparsity on x. Sparse methods are lines (one per leaderboard row
+One figure per leaderboard table: a panel for each of its main columns (as the suites declared
+them), sparsity on x. Sparse methods are lines (one per leaderboard row
 label, i.e. method + loss + non-default parameters), with a mean ± std band over seeds; dense
 models (the full fine-tuned references) are horizontal lines. This is the figure of SRNet
 (Liu et al. 2022, figures 2-4) drawn for whatever methods the records hold.
@@ -18,20 +18,8 @@ import numpy as np
 from bench.core.atomic import save_atomic
 from bench.core.records import Record
 
-ATTACKS = {"textfooler": "TextFooler", "bert_attack": "BERT-Attack", "textbugger": "TextBugger"}
 Row = tuple[str, float | None, list[Record]]  # (leaderboard row label, target sparsity, its records)
-
-
-def _panels(records: list[Record]) -> list[tuple[str, str, float]]:
-    keys = sorted({k for r in records for k in r.metrics})
-    out = [("ID " + ("F1" if records[0].details.get("id_metric") == "f1_weighted" else "acc"), "id", 100.0)]
-    for k in keys:
-        if k.startswith("ood/") and k.count("/") == 1:
-            out.append((k.split("/")[1], k, 100.0))
-            out += [(f"{k.split('/')[1]} {m.rsplit('/', 1)[1]} (cells)", m, 100.0) for m in keys if m.startswith(f"{k}/mean/")]
-    out += [(f"F_bias {k.split('/', 1)[1]}", k, 1.0) for k in keys if k.startswith("f_bias/")]
-    out += [(f"{shown} Aua%", f"{recipe}/aua", 100.0) for recipe, shown in ATTACKS.items() if f"{recipe}/aua" in keys]
-    return out
+Panel = tuple[str, str, float]  # (title, metric key, scale)
 
 
 def _values(rs: list[Record], key: str, scale: float) -> list[float]:
@@ -39,16 +27,15 @@ def _values(rs: list[Record], key: str, scale: float) -> list[float]:
     return [v * scale for v in vals if v is not None and not (isinstance(v, float) and math.isnan(v))]
 
 
-def plot(rows: list[Row], path: Path, title: str) -> Path | None:
-    """Write one PNG; None when there is nothing sparse to draw."""
-    if all(target is None for _, target, _ in rows):
+def plot(rows: list[Row], panels: list[Panel], path: Path, title: str) -> Path | None:
+    """Write one PNG, a panel per main leaderboard column; None when there is nothing sparse."""
+    if all(target is None for _, target, _ in rows) or not panels:
         return None
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = _panels([r for _, _, rs in rows for r in rs])
     lines: dict[str, dict[float, list[Record]]] = defaultdict(lambda: defaultdict(list))
     dense: dict[str, list[Record]] = {}
     for label, target, rs in rows:

@@ -1,6 +1,7 @@
 """The OOD suite (DESIGN section 5): ID test metric plus every OOD set of the task.
 
-Parts: ``hans`` (MNLI and the synthetic NLI task; 3-way predictions collapsed to
+``--suite-param eval_file=PATH`` adds a user's own set (bench/data/evalfile.py), judged as the
+built-in ones and as its own pool. Parts: ``hans`` (MNLI and the synthetic NLI task; 3-way predictions collapsed to
 entailment / non-entailment, reported overall and per heuristic x gold label), ``paws``
 (PAWS-QQP and PAWS-Wiki, weighted F1 and accuracy) and ``fever_symm`` (Symm v1 and v2).
 F_bias (Du et al. 2023) pools the sets of one pool: FEVER pools Symm1+2, QQP pools PAWS.
@@ -15,7 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.api import Candidate, Context, Suite, SuiteResult
+from bench.api import Candidate, Column, Context, Suite, SuiteResult
+from bench.data.evalfile import eval_set
+from bench.data.examples import sha256_file
 from bench.errors import BenchError
 from bench.metrics import accuracy, cells, collapse, f_bias, id_metric
 from bench.model.predict import predict_logits, prediction_rows
@@ -25,6 +28,7 @@ from bench.registry import SUITES
 @dataclass
 class OODParams:
     pools: str = ""  # comma-separated F_bias pools to judge (hans, paws, fever_symm); "" = every OOD set
+    eval_file: str = ""  # a user's own set, judged beside them (JSONL, TSV or CSV; bench/data/evalfile.py)
 
     def chosen(self) -> list[str]:
         return [p.strip() for p in self.pools.split(",") if p.strip()]
@@ -33,6 +37,8 @@ class OODParams:
 def _sets(task, p: OODParams | None):
     chosen = p.chosen() if p else []
     sets = [s for s in task.ood.values() if not chosen or s.pool in chosen]
+    if p and p.eval_file:
+        sets.append(eval_set(p.eval_file, task))
     if not sets:
         have = sorted({s.pool for s in task.ood.values()})
         raise BenchError(f"suite 'ood' has no OOD set{' in pools ' + ','.join(chosen) if chosen else ''} for task "
@@ -46,6 +52,12 @@ class OOD(Suite):
     description = "ID test metric, every OOD set of the task (HANS cells, PAWS, FEVER-Symm) and F_bias"
     Params = OODParams
     compares = True
+
+    def fingerprint(self, data_dir: Path | None, params: OODParams | None = None) -> dict:
+        """A user's evaluation file by its checksum: the same path with other contents is another run."""
+        if params and params.eval_file and Path(params.eval_file).expanduser().is_file():
+            return {"eval_file": sha256_file(Path(params.eval_file).expanduser())}
+        return {}
 
     def check(self, params: OODParams | None, task, data_dir: Path | None) -> None:
         _sets(task, params)
@@ -100,6 +112,34 @@ class OOD(Suite):
             ps = np.concatenate([arrays[n][1] for n in names if n in arrays] or [np.array([])])
             metrics[f"pool/{pool}"] = id_metric(details["metrics"][names[0]], ys, ps)
         return metrics
+
+    def columns(self, details: dict, metrics: dict[str, float]) -> list[Column]:
+        """Main: the ID metric, each OOD set (each pool of several sets pooled too; the first
+        pool ranks), F_bias per pool. Details: ID accuracy and easy / hard halves; per OOD set
+        its accuracy, the mean of its cells per gold label and the share predicted as the
+        first label; every cell (group x gold label)."""
+        f1 = details.get("id_metric") == "f1_weighted"
+        cols = [Column("id", "ID F1" if f1 else "ID acc", rows=("test",), primary=not details.get("pools"))]
+        details_id = [Column("id_acc", "ID acc", table="ID", rows=("test",))] if f1 else []
+        details_id += [Column(f"id/{g}", f"ID {g}", table="ID") for g in ("easy", "hard")]
+        details_id += [Column("id/gap", "ID easy - hard", higher_is_better=False, table="ID")] if "id/gap" in metrics else []
+        ood, cells = [], []
+        for i, (pool, names) in enumerate(details.get("pools", {}).items()):
+            for name in names:
+                f1_set = details["metrics"][name] == "f1_weighted"
+                cols.append(Column(f"ood/{name}", f"{name} F1" if f1_set else name, rows=(name,),
+                                   primary=i == 0 and len(names) == 1))
+                ood += [Column(f"ood/{name}/acc", f"{name} acc", table="OOD")] if f1_set else []
+                ood += [Column(k, f"{name} {k.rsplit('/', 1)[1]} (mean of cells)", table="OOD") for k in metrics
+                        if k.startswith(f"ood/{name}/mean/")]
+                ood += [Column(k, f"{name} predicted {k.rsplit('/', 1)[1]} %", "percent", None, "OOD") for k in metrics
+                        if k.startswith(f"ood/{name}/share/")]
+                cells += [Column(k, k.split("/", 2)[2], table=f"{name} cells") for k in metrics
+                          if k.startswith(f"ood/{name}/") and k.count("/") == 3 and "/mean/" not in k and "/share/" not in k]
+            if len(names) > 1:
+                cols.append(Column(f"pool/{pool}", f"{pool} (pooled)", rows=tuple(names), primary=i == 0))
+        cols += [Column(f"f_bias/{pool}", f"F_bias {pool}", "ratio", False) for pool in details.get("pools", {})]
+        return [c for c in cols + details_id + ood + cells if c.key in metrics]
 
     def sets(self, task, params: OODParams | None) -> dict[str, list]:
         return {"test": task.test} | {s.name: s.examples for s in _sets(task, params)}

@@ -21,6 +21,7 @@ Schema (``SCHEMA_VERSION`` 1), one object per file under ``<out>/records/``:
 - ``artifact``: the cached candidate's directory and lineage key
 - ``degenerate``: null, or why the candidate did not learn its task (one class on > 95 % of the
   test set, or accuracy within 1 point of the majority class): flagged, never ranked
+- ``columns``: how each metric is shown on the leaderboard (``Column``), as its suite declared it
 - ``provenance``: ``config`` (the whole run spec), ``versions``, ``git``, ``data``
   (source descriptions and sha256 per file), ``device``, ``wall_seconds``
 """
@@ -31,13 +32,42 @@ import gzip
 import hashlib
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bench.core.atomic import write_atomic
 from bench.errors import BenchError
 
 SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Column:
+    """How one metric is shown on the leaderboard, declared by whoever computed it (a suite, or
+    the core's efficiency measurement), so that the leaderboard names no metric itself.
+
+    ``kind``: ``percent`` (a fraction shown x100), ``ratio`` or ``number`` (shown as is).
+    ``table``: ``main`` (one row per candidate, every suite's main columns side by side) or the
+    title of a details table below it. ``rows``: the prediction sets whose per-example
+    ``correct`` outcomes a paired test against the reference compares (empty: no test).
+    ``primary``: the suite's ranking metric. ``order``: columns of a table are shown by it, then
+    as declared (the core's measurements come after the suites')."""
+
+    key: str
+    label: str
+    kind: str = "percent"
+    higher_is_better: bool | None = True
+    table: str = "main"
+    rows: tuple[str, ...] = ()
+    primary: bool = False
+    order: int = 0
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "rows": list(self.rows)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Column:
+        return cls(**{**d, "rows": tuple(d.get("rows", ()))})
 
 
 @dataclass
@@ -61,6 +91,7 @@ class Record:
     created: str = ""
     degenerate: str | None = None  # why the candidate did not learn the task (bench.metrics.degenerate)
     predictions_sha256: str = ""
+    columns: list[dict] = field(default_factory=list)  # Column.to_dict() of every metric, as declared
     schema_version: int = SCHEMA_VERSION
 
     def to_json(self) -> str:

@@ -73,7 +73,7 @@ def _gold(record: Record, rows: list[dict], data_dir: str | None) -> tuple[list[
 def rescore_record(record: Record, records_dir: Path, data_dir: str | None = None) -> Rescored:
     if not record.predictions:
         return Rescored(record.run_id, "not re-scorable", ["no per-example predictions kept"])
-    if not (records_dir / record.predictions).is_file():
+    if not (records_dir / record.predictions).resolve().is_file():
         return Rescored(record.run_id, "not re-scorable", [f"its predictions file {record.predictions} is not there"])
     try:
         rows = load_predictions(records_dir, record)

@@ -25,6 +25,7 @@ from bench.data.examples import TaskData
 from bench.errors import BenchError
 from bench.metrics import degenerate
 from bench.model.backbone import load_classifier, resolve
+from bench.model.efficiency import COLUMNS as EFFICIENCY
 from bench.model.efficiency import measure
 from bench.model.masking import bake, current_masks, sparsity_report
 from bench.registry import METHODS, SUITES, TASKS
@@ -117,7 +118,7 @@ class Runner:
         sp = "dense" if spec.sparsity is None else f"s{spec.sparsity:g}"
         conf = spec.config() | {"data": task.checksums(), "params": dataclasses.asdict(spec.params),
                                 "backbone_fingerprint": resolve(spec.backbone).fingerprint()}
-        if suite_fp := SUITES.get(spec.suite).fingerprint(spec.data_path):
+        if suite_fp := SUITES.get(spec.suite).fingerprint(spec.data_path, spec.suite_params):
             conf["suite"] = suite_fp
         conf.pop("data_dir")  # where the files are does not change the run; their checksums do
         return f"{spec.task}__{spec.method}__{spec.suite}__{sp}__seed{spec.seed}__{digest(conf)}"
@@ -157,6 +158,7 @@ class Runner:
             )),
             created=datetime.now(UTC).isoformat(timespec="seconds"),
             degenerate=degenerate([r["gold"] for r in test], [r["pred"] for r in test]),
+            columns=[c.to_dict() for c in suite.columns(result.details, metrics) + EFFICIENCY if c.key in metrics],
         )
         write_atomic(path, record.to_json())
         shutil.rmtree(ctx.scratch, ignore_errors=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import torch
 
+from bench.core.records import Column
 from bench.data.examples import Example, stratified_sample
 from bench.model.predict import autocast, collate, encode
 
@@ -41,6 +42,16 @@ def _seconds(model, batches, device: torch.device, precision: str) -> float:
     if device.type == "cuda":
         torch.cuda.synchronize()
     return time.perf_counter() - t0
+
+
+COLUMNS = [  # how the leaderboard shows what measure() returns
+    Column("eff/speedup_bs32", "speed-up bs32", "ratio", order=1),
+    Column("eff/params_m", "params (M)", "number", None, "efficiency"),
+    Column("eff/disk_mb", "disk (MB)", "number", False, "efficiency"),
+    Column("eff/throughput_bs32", "ex/s bs32", "number", True, "efficiency"),
+    Column("eff/latency_bs1_ms", "ms bs1", "number", False, "efficiency"),
+    Column("eff/speedup_bs1", "speed-up bs1", "ratio", True, "efficiency"),
+]
 
 
 def measure(model, tokenizer, dense, examples: list[Example], max_length: int, device: torch.device,

@@ -63,10 +63,12 @@ def predict_logits(
 def prediction_rows(name: str, examples: list[Example], logits: np.ndarray, pred: np.ndarray) -> list[dict]:
     """The per-example rows of one evaluated set, as every record keeps them (anyone can re-score
     a record from these and the data): set, example id, gold and predicted label (in the set's
-    label space), its group, and the class probabilities at 4 decimals."""
+    label space), whether it is right (what a paired test compares), its group, and the class
+    probabilities at 4 decimals."""
     z = logits - logits.max(1, keepdims=True)
     probs = np.exp(z) / np.exp(z).sum(1, keepdims=True)
     return [
-        {"set": name, "uid": e.uid, "gold": e.label, "pred": int(q), "group": e.group, "probs": [round(float(v), 4) for v in pr]}
+        {"set": name, "uid": e.uid, "gold": e.label, "pred": int(q), "correct": int(q) == e.label, "group": e.group,
+         "probs": [round(float(v), 4) for v in pr]}
         for e, pr, q in zip(examples, probs, pred, strict=True)
     ]

@@ -33,14 +33,14 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from bench.api import Candidate, Context, Suite, SuiteResult
+from bench.api import Candidate, Column, Context, Suite, SuiteResult
 from bench.data.corpus import held_out_texts
 from bench.data.examples import Example, sha256_file, stratified_sample
 from bench.errors import BenchError
 from bench.metrics import accuracy
 from bench.model.predict import predict_logits, prediction_rows
 from bench.registry import SUITES, did_you_mean
-from suites.adversarial.recipes import RECIPES, Sources, build
+from suites.adversarial.recipes import RECIPE_NAMES, RECIPES, Sources, build
 
 QUERIES_PER_EXAMPLE = 150
 DEFAULT_N = 100
@@ -123,6 +123,13 @@ def _input(ex: Example, pair: bool) -> OrderedDict:
     return OrderedDict([("premise", ex.text_a), ("hypothesis", ex.text_b)]) if pair else OrderedDict([("text", ex.text_a)])
 
 
+def notes(details: dict) -> list[str]:
+    """One line per recipe naming the resources its numbers were made with (for the leaderboard)."""
+    return [f"{RECIPE_NAMES.get(recipe, recipe)} resources ({details.get('resources_tag', '')}): "
+            + "; ".join(f"{r['role']}: {r['name']} ({r['kind']})" for r in d.get("resources", []))
+            for recipe, d in details.get("recipes", {}).items() if d.get("resources")]
+
+
 @SUITES.register("adversarial")
 class Adversarial(Suite):
     name = "adversarial"
@@ -136,7 +143,7 @@ class Adversarial(Suite):
         p = params or AttackParams()
         return sizes.get("test", 0) + p.size(sizes.get("test", DEFAULT_N)) * len(p.chosen()) * QUERIES_PER_EXAMPLE
 
-    def fingerprint(self, data_dir: Path | None) -> dict:
+    def fingerprint(self, data_dir: Path | None, params: AttackParams | None = None) -> dict:
         listed = data_dir / "wordsub" / "counterfitted_neighbors.json" if data_dir else None
         return {"textattack": version("textattack"),
                 "neighbour_list": _sha(str(listed)) if listed is not None and listed.is_file() else None}
@@ -185,6 +192,7 @@ class Adversarial(Suite):
         details["resources_tag"] = (f"fallback resources {hashlib.sha256(resources.encode()).hexdigest()[:8]}"
                                     if fallbacks else "official")
         details["model_calls"] = wrapper.calls
+        details["notes"] = notes(details)
         return SuiteResult(metrics=self.score(preds, details), predictions=preds, details=details)
 
     def score(self, rows: list[dict], details: dict) -> dict[str, float] | None:
@@ -194,6 +202,19 @@ class Adversarial(Suite):
         for recipe in details.get("recipes", {}):
             metrics.update({f"{recipe}/{k}": v for k, v in summarize([r for r in rows if r["set"] == recipe]).items()})
         return metrics
+
+    def columns(self, details: dict, metrics: dict[str, float]) -> list[Column]:
+        """Main: clean accuracy, then Aua% (the first recipe ranks) and Suc% per recipe. Details:
+        each recipe's Clean% on the attacked sample and #Query."""
+        cols = [Column("id", "ID acc", rows=("test",))]
+        more = []
+        for i, recipe in enumerate(details.get("recipes", {})):
+            shown = RECIPE_NAMES.get(recipe, recipe)
+            cols += [Column(f"{recipe}/aua", f"{shown} Aua%", rows=(recipe,), primary=i == 0),
+                     Column(f"{recipe}/suc", f"{shown} Suc%", higher_is_better=False)]
+            more += [Column(f"{recipe}/clean", f"{shown} Clean%", table="attacks"),
+                     Column(f"{recipe}/queries", f"{shown} #Query", "number", None, "attacks")]
+        return [c for c in cols + more if c.key in metrics]
 
     def sets(self, task, params: AttackParams | None) -> dict[str, list[Example]]:
         p = params or AttackParams()
@@ -223,6 +244,7 @@ class Adversarial(Suite):
                 kind = type(res).__name__.removesuffix("AttackResult").lower()
                 row = {
                     "set": recipe, "uid": ex.uid, "gold": ex.label, "result": kind,
+                    "correct": kind == "failed",  # still right under attack: what Aua% counts
                     "queries": res.perturbed_result.num_queries,
                     "pred": int(res.original_result.output), "adv_pred": int(res.perturbed_result.output),
                     "original": ex.text_b if pair else ex.text_a,

@@ -35,6 +35,7 @@ from suites.adversarial.resources import (
 )
 
 RECIPES = ("textfooler", "bert_attack", "textbugger")
+RECIPE_NAMES = {"textfooler": "TextFooler", "bert_attack": "BERT-Attack", "textbugger": "TextBugger"}  # as the papers write them
 
 
 @dataclass

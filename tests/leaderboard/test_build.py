@@ -2,14 +2,21 @@ from pathlib import Path
 
 import pytest
 
-from bench.core.records import Record
-from leaderboard.build import build, fmt
+from bench.core.records import Column, Record
+from leaderboard.build import build
+from leaderboard.stats import fmt, holm, interval, mcnemar
+
+COLUMNS = [Column("id", "ID acc", rows=("test",)).to_dict(),
+           Column("ood/hans_synth", "hans_synth", rows=("hans_synth",), primary=True).to_dict(),
+           Column("f_bias/hans", "F_bias hans", "ratio", False).to_dict(),
+           Column("ood/hans_synth/lexical_overlap/non-entailment", "lexical_overlap/non-entailment",
+                  table="hans_synth cells").to_dict()]
 
 
-def _rec(label, seed, target, idv, ood, fb, params=None):
+def _rec(label, seed, target, idv, ood, fb, params=None, suite="ood"):
     return Record(
         run_id=f"{label}-{seed}-{target}", method=label.split()[0], label=label, params={}, task="nli_synth",
-        backbone="minilm", seed=seed, suite="ood",
+        backbone="minilm", seed=seed, suite=suite,
         sparsity={"target": target, "sparsity": target or 0.0, "nonzero_params": 22_000_000, "prunable": 10,
                   "total_params": 22_000_000, "zeros": 0},
         metrics={"id": idv, "ood/hans_synth": ood, "pool/hans": ood, "f_bias/hans": fb,
@@ -18,27 +25,35 @@ def _rec(label, seed, target, idv, ood, fb, params=None):
         artifact={}, provenance={"data": {"note": "synthetic generator v2, seed 0", "sources": []},
                                  "versions": {"torch": "2.13.0", "transformers": "4.57.6"}, "device": {"name": "cpu"},
                                  "config": {"params": params or {}, "max_examples": None, "precision": "fp32", "device": "cpu"}},
+        columns=COLUMNS,
     )
 
 
-def test_mean_sample_std_and_bootstrap_interval_over_seeds():
+def test_mean_sample_std_and_a_labelled_interval_only_from_three_seeds():
+    import numpy as np
+    from scipy import stats
+
     assert fmt([0.5]) == "50.0"
-    assert fmt([0.5, 0.7]).startswith("60.0 ± 14.1 [")
+    assert fmt([0.5, 0.7]) == "60.0 ± 14.1"  # two seeds: no interval
     assert fmt([]) == "–"
     assert fmt([0.6, 0.6, 0.6]) == "60.0 ± 0.0 [60.0, 60.0]"
-
-
-def test_bootstrap_interval_brackets_the_mean_within_the_seeds():
-    import numpy as np
-
-    from leaderboard.build import ci95
-
     vals = [0.61, 0.70, 0.64, 0.58]
-    lo, hi = ci95(vals)
-    assert min(vals) <= lo < np.mean(vals) < hi <= max(vals)
-    assert ci95(vals) == (lo, hi)  # a fixed resampling seed: a rebuilt leaderboard is identical
-    wide = ci95([0.2, 0.9, 0.5, 0.4])
-    assert wide[1] - wide[0] > hi - lo  # more spread between seeds, a wider interval
+    lo, hi = interval(vals)
+    half = stats.t.ppf(0.975, 3) * np.std(vals, ddof=1) / 2  # Student t, n - 1 = 3 degrees of freedom
+    assert (lo, hi) == pytest.approx((np.mean(vals) - half, np.mean(vals) + half))
+    assert hi - lo > max(vals) - min(vals)  # wider than the min..max a 4-seed percentile bootstrap gives
+    many = list(np.linspace(0.5, 0.7, 12))
+    b = interval(many)  # 10 or more seeds: BCa bootstrap, not the t-interval
+    assert b[0] < np.mean(many) < b[1]
+    t_half = stats.t.ppf(0.975, 11) * np.std(many, ddof=1) / np.sqrt(12)
+    assert b != pytest.approx((np.mean(many) - t_half, np.mean(many) + t_half), abs=1e-6)
+
+
+def test_exact_mcnemar_and_holm():
+    p, b, c = mcnemar([(True, False)] * 9 + [(False, True)] * 1 + [(True, True)] * 50)
+    assert (b, c) == (9, 1) and p == pytest.approx(0.021484375)  # 2 * P(X <= 1), X ~ Bin(10, 1/2)
+    assert mcnemar([(True, True), (False, False)])[0] == 1.0
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
 
 
 def test_published_rows_are_labelled_and_never_averaged():
@@ -48,7 +63,7 @@ def test_published_rows_are_labelled_and_never_averaged():
                     label="RMC", sparsity=0.4, metrics={"id": 0.842, "f_bias/hans": 1.049})
     md = build([_rec("finetune (ce)", 0, None, 0.9, 0.6, 1.0), _rec("finetune (ce)", 1, None, 0.8, 0.6, 1.0)],
                references=[ref])
-    row = next(ln for ln in md.splitlines() if ln.startswith("| published: RMC (Du et al. 2023, table 4)"))
+    row = next(ln for ln in md.splitlines() if "| published: RMC (Du et al. 2023, table 4)" in ln)
     assert "84.2" in row and "1.05" in row and "40%" in row and "published" in row.rsplit("|", 2)[1]
     alone = build([], references=[ref])  # no run yet: the published numbers still show
     assert "published numbers only" in alone and "| published: RMC" in alone
@@ -58,10 +73,11 @@ def test_one_row_per_method_and_sparsity_with_seeds_aggregated():
     recs = [_rec("finetune (ce)", 0, None, 0.9, 0.6, 1.0), _rec("finetune (ce)", 1, None, 0.8, 0.6, 1.0),
             _rec("imp (ce)", 0, 0.5, 0.85, 0.65, 0.8)]
     md = build(recs)
-    assert "## nli_synth — suite `ood`" in md and "backbone: `minilm`" in md and "synthetic generator v2" in md
-    rows = [ln for ln in md.splitlines() if ln.startswith("| finetune") or ln.startswith("| imp")]
-    assert len(rows) == 4  # two in the main table, two in the per-cell table
-    assert "85.0 ± 7.1 [" in rows[0] and "0,1" in rows[0]
+    assert "## nli_synth — backbone `minilm`" in md and "synthetic generator v2" in md
+    rows = [ln for ln in md.splitlines() if "| finetune" in ln or "| imp" in ln]
+    assert len(rows) == 6  # two in the main table, the per-cell table and "other metrics"
+    assert "85.0 ± 7.1 " in rows[0] and "0,1" in rows[0]
+    assert "other metrics, nli_synth:" in md and "pool/hans" in md  # undeclared: shown under its own name
     assert "50%" in rows[1] and "0.80" in rows[1]
     assert "lexical_overlap/non-entailment" in md
 
@@ -70,16 +86,16 @@ def test_runs_with_other_recipes_are_never_averaged_as_seeds():
     recs = [_rec("finetune (ce)", 0, None, 0.9, 0.6, 1.0), _rec("finetune (ce)", 0, None, 0.5, 0.4, 1.0, {"epochs": 1.0})]
     md = build(recs)
     assert "| finetune (ce)  " in md and "| finetune (ce) [epochs=1.0]" in md
-    assert not any("±" in ln for ln in md.splitlines() if ln.startswith("| finetune"))
+    assert not any("±" in ln for ln in md.splitlines() if "| finetune" in ln)
 
 
 def test_sparsity_plot_is_written_beside_the_markdown_and_linked(tmp_path):
     recs = [_rec("finetune (ce)", 0, None, 0.9, 0.6, 1.0)]
     recs += [_rec("srnet (poe)", seed, s, 0.8 - s / 10 + seed / 100, 0.6, 0.9) for s in (0.2, 0.5, 0.9) for seed in (0, 1)]
     md = build(recs, markdown=tmp_path / "LEADERBOARD.md")
-    png = tmp_path / "plots" / "nli_synth_ood_minilm.png"
+    png = tmp_path / "plots" / "nli_synth_minilm.png"
     assert png.is_file() and png.read_bytes()[:4] == b"\x89PNG"
-    assert "](plots/nli_synth_ood_minilm.png)" in md
+    assert "](plots/nli_synth_minilm.png)" in md
     assert not (tmp_path / "plots" / "x.png").exists()
 
 
@@ -103,7 +119,7 @@ def test_sparsity_pattern_heatmap_only_when_matrices_differ(tmp_path):
     build([uniform], markdown=tmp_path / "a" / "LEADERBOARD.md")
     assert not list((tmp_path / "a" / "plots").glob("*_pattern.png"))
     md = build([uniform, ticket], markdown=tmp_path / "b" / "LEADERBOARD.md")
-    assert (tmp_path / "b" / "plots" / "nli_synth_ood_minilm_pattern.png").is_file() and "_pattern.png)" in md
+    assert (tmp_path / "b" / "plots" / "nli_synth_minilm_pattern.png").is_file() and "_pattern.png)" in md
 
 
 PUBLISHED = sorted((Path(__file__).parents[2] / "results").rglob("LEADERBOARD.md"))
@@ -140,6 +156,42 @@ def test_a_degenerate_seed_marks_its_row_unranked():
     ok, bad = _rec("imp (ce)", 0, 0.5, 0.8, 0.6, 0.9), _rec("imp (ce)", 1, 0.5, 0.5, 0.5, 1.0)
     bad.degenerate = "predicts class 0 on 100.0% of 40 examples"
     md = build([ok, bad])
-    row = next(line for line in md.splitlines() if line.startswith("| imp (ce)"))
+    row = next(line for line in md.splitlines() if "| imp (ce)" in line)
     assert "DEGENERATE (seed 1" in row and "not ranked" in row
     assert "DEGENERATE" not in build([ok])
+
+
+def test_one_row_per_candidate_across_suites_with_every_suites_columns():
+    ood = _rec("imp (ce)", 0, 0.5, 0.8, 0.6, 0.9)
+    adv = _rec("imp (ce)", 0, 0.5, 0.8, 0.6, 0.9, suite="adversarial")
+    adv.metrics = {"id": 0.8, "textfooler/aua": 0.3}
+    adv.columns = [Column("id", "ID acc").to_dict(), Column("textfooler/aua", "TextFooler Aua%", rows=("textfooler",)).to_dict()]
+    adv.provenance = {**adv.provenance, "config": {**adv.provenance["config"], "suite_params": {"n": 100}}}
+    md = build([ood, adv])
+    header = next(ln for ln in md.splitlines() if ln.startswith("| rank"))
+    assert "TextFooler Aua%" in header and "hans_synth" in header
+    (main,) = [ln for ln in md.splitlines() if "| imp (ce)" in ln and "| 30.0 " in ln]
+    assert "| 60.0 " in main and "| 80.0 " in main  # one row holds both suites' numbers
+    assert "suite settings: adversarial: n=100" in md
+
+
+def test_rank_marks_only_what_a_paired_test_finds(tmp_path):
+    """Two candidates better than the reference: one on many examples (▲), one on a handful of
+    discordant pairs (no mark). The outcomes come from the records' predictions."""
+    from bench.core.records import write_predictions
+
+    out = tmp_path / "out"
+    recs = []
+    for label, right in (("finetune (ce)", [True] * 50 + [False] * 50), ("big (ce)", [True] * 80 + [False] * 20),
+                         ("small (ce)", [True] * 46 + [False] * 4 + [True] * 6 + [False] * 44)):
+        for seed in (0, 1, 2):
+            r = _rec(label, seed, None, 0.5, sum(right) / 100, 1.0)
+            rows = [{"set": "hans_synth", "uid": f"u{i}", "gold": 1, "pred": int(ok), "correct": ok} for i, ok in enumerate(right)]
+            r.predictions, r.predictions_sha256 = write_predictions(out, r.run_id, rows)
+            r.reference = f"finetune (ce)-{seed}-None"
+            recs.append(r)
+    md = build(recs, records_dir=out / "records")
+    rank = {ln.split("|")[2].strip(): ln.split("|")[1].strip() for ln in md.splitlines()
+            if "(ce)" in ln and ln.startswith("| ") and "±" in ln}
+    assert rank["big (ce)"] == "1 ▲" and rank["small (ce)"] == "2" and rank["finetune (ce)"] == "3 (ref)"
+    assert "Paired tests against finetune (ce)" in md and "+30.0 (p=" in md and "n=300) ✓" in md

@@ -104,3 +104,59 @@ def test_easy_and_hard_halves_of_the_test_set(ctx):
     m = OOD().evaluate(cand, c).metrics
     # the fixed model is right on t1, t2, t4 and wrong on t3 (see ctx)
     assert m["id/easy"] == 1.0 and m["id/hard"] == 0.5 and m["id/gap"] == 0.5
+
+
+def _write_eval(tmp_path, name: str, text: str):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_a_users_own_evaluation_file_becomes_a_leaderboard_column(tmp_path, tiny_bert, capsys):
+    """Issue 25, item 7: no code, one suite parameter; labels by name (any case) or index, groups
+    scored per group x label, the column declared for the leaderboard, F_bias against the
+    reference on the same file."""
+    import json
+
+    from bench.cli import main
+    from bench.core.records import load_records
+
+    lines = [{"premise": f"the cat {i} sat", "hypothesis": "the cat sat" if i % 2 else "a dog ran", "label":
+              ["Entailment", "2", "neutral"][i % 3], "group": ["g1", "g2"][i % 2]} for i in range(12)]
+    path = _write_eval(tmp_path, "my-hard.split.jsonl", "".join(json.dumps(x) + "\n" for x in lines))
+    out = tmp_path / "out"
+    argv = ["run", "--method", "finetune", "--suite", "ood", "--backbone", str(tiny_bert), "--max-examples", "40",
+            "--param", "epochs=1", "--param", "batch_size=8", "--suite-param", f"eval_file={path}", "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    (rec,) = [r for r in load_records(out / "records") if r.method == "finetune"]
+    assert rec.details["sizes"]["my_hard_split"] == 12 and "ood/my_hard_split" in rec.metrics
+    assert {"ood/my_hard_split/g1/entailment", "f_bias/my_hard_split"} <= set(rec.metrics)
+    assert any(c["key"] == "ood/my_hard_split" and c["table"] == "main" for c in rec.columns)
+    header = next(ln for ln in (out / "LEADERBOARD.md").read_text().splitlines() if ln.startswith("| rank"))
+    assert "| my_hard_split " in header and "F_bias my_hard_split" in header
+    first = rec.run_id
+    _write_eval(tmp_path, "my-hard.split.jsonl", "".join(json.dumps({**x, "label": "neutral"}) + "\n" for x in lines))
+    assert main(argv) == 0  # other contents under the same path: another run, not the cached record
+    assert len([r for r in load_records(out / "records") if r.method == "finetune"]) == 2 and first
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("e.jsonl", "", "no examples in it"),
+    ("e.jsonl", '{"premise": "a", "label": "entailment"}\n', "no text fields for a pair task"),
+    ("e.tsv", "premise\thypothesis\tlabel\na\tb\tmaybe\n", "label 'maybe', not one of entailment, neutral, contradiction"),
+    ("e.csv", "premise,hypothesis\na,b\n", "example 1 has no 'label'"),
+    ("e.txt", "x", "unknown format '.txt'"),
+    ("e.jsonl", "not json\n", "line 1 is not JSON"),
+])
+def test_a_bad_evaluation_file_is_one_line_before_anything_trains(tmp_path, tiny_bert, capsys, name, text, message):
+    from bench.cli import main
+
+    path = _write_eval(tmp_path, name, text)
+    code = main(["run", "--method", "finetune", "--suite", "ood", "--backbone", str(tiny_bert), "--suite-param",
+                 f"eval_file={path}", "--out", str(tmp_path / "out"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out" / "artifacts").exists()  # nothing trained
+    missing = main(["run", "--method", "finetune", "--suite", "ood", "--suite-param", "eval_file=/no/such.jsonl",
+                    "--out", str(tmp_path / "out"), "--quiet"])
+    assert missing == 2 and "eval_file /no/such.jsonl: no such file" in capsys.readouterr().err
