@@ -10,6 +10,7 @@ models (the full fine-tuned references) are horizontal lines. This is the figure
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -78,18 +79,21 @@ def plot(rows: list[Row], panels: list[Panel], path: Path, title: str) -> Path |
     return path
 
 
-MATRICES = {"attention.self.query": "Q", "attention.self.key": "K", "attention.self.value": "V",
-            "attention.output.dense": "AO", "intermediate.dense": "FFN-in", "output.dense": "FFN-out"}
+MATRICES = {"Q": ("attention.self.query", "attention.q_lin"), "K": ("attention.self.key", "attention.k_lin"),
+            "V": ("attention.self.value", "attention.v_lin"), "AO": ("attention.output.dense", "attention.out_lin"),
+            "FFN-in": ("intermediate.dense", "ffn.lin1"), "FFN-out": ("output.dense", "ffn.lin2")}  # BERT/RoBERTa, DistilBERT
+_LAYER = re.compile(r"layer\.(\d+)\.(.+)$")
 
 
 def pattern(per_matrix: dict[str, float]) -> np.ndarray:
     """Sparsity per layer (rows) x matrix type (columns Q, K, V, AO, FFN-in, FFN-out)."""
     cells: dict[tuple[int, int], float] = {}
     for name, value in per_matrix.items():
-        layer = int(name.split("encoder.layer.")[1].split(".")[0])
-        rest = name.split(f"encoder.layer.{layer}.")[1]
-        cells[(layer, list(MATRICES).index(rest))] = value
-    out = np.full((max(k[0] for k in cells) + 1, len(MATRICES)), np.nan)
+        m = _LAYER.search(name)
+        kind = next((i for i, names in enumerate(MATRICES.values()) if m and m.group(2) in names), None)
+        if kind is not None:
+            cells[(int(m.group(1)), kind)] = value
+    out = np.full((max((k[0] for k in cells), default=-1) + 1, len(MATRICES)), np.nan)
     for (i, j), v in cells.items():
         out[i, j] = v
     return out
@@ -100,7 +104,7 @@ def heatmap(rows: list[Row], path: Path, title: str) -> Path | None:
     as in Zheng et al. (2022), figure 3: layers x matrix type, mean over seeds."""
     shown = []
     for label, target, rs in rows:
-        grids = [pattern(r.sparsity["per_matrix"]) for r in rs if r.sparsity.get("per_matrix")]
+        grids = [g for r in rs if r.sparsity.get("per_matrix") and (g := pattern(r.sparsity["per_matrix"])).size]
         if target is None or not grids:
             continue
         grid = np.nanmean(grids, axis=0)
@@ -116,7 +120,7 @@ def heatmap(rows: list[Row], path: Path, title: str) -> Path | None:
     fig, axes = plt.subplots(1, len(shown), figsize=(3.2 * len(shown), 3.4), squeeze=False)
     for ax, (name, grid) in zip(axes[0], shown, strict=True):
         im = ax.imshow(100 * grid, cmap="viridis", vmin=0, vmax=100, aspect="auto")
-        ax.set_xticks(range(len(MATRICES)), list(MATRICES.values()), rotation=45, fontsize=7)
+        ax.set_xticks(range(len(MATRICES)), list(MATRICES), rotation=45, fontsize=7)
         ax.set_yticks(range(grid.shape[0]))
         ax.set_ylabel("layer")
         ax.set_title(name, fontsize=8)

@@ -60,6 +60,26 @@ def device_info(device) -> dict:
     return info
 
 
+def peak_memory(device) -> dict:
+    """Peak resident memory of this process so far (a worker that ran several jobs reports the
+    largest of them), and on CUDA the peak allocated since ``reset_peak_memory(device)``, in MB."""
+    import resource
+
+    import torch
+
+    out = {"peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}  # Linux: KiB
+    if device.type == "cuda":
+        out["peak_cuda_allocated_mb"] = round(torch.cuda.max_memory_allocated(device) / 2**20, 1)
+    return out
+
+
+def reset_peak_memory(device) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+
+
 def _cpu_name() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -76,5 +96,6 @@ class Provenance:
     data: dict
     device: dict
     wall_seconds: float
+    memory: dict = field(default_factory=dict)  # peak_memory()
     versions: dict = field(default_factory=lambda: dict(versions()))
     git: dict = field(default_factory=lambda: dict(git_state()))

@@ -23,7 +23,7 @@ Schema (``SCHEMA_VERSION`` 1), one object per file under ``<out>/records/``:
   test set, or accuracy within 1 point of the majority class): flagged, never ranked
 - ``columns``: how each metric is shown on the leaderboard (``Column``), as its suite declared it
 - ``provenance``: ``config`` (the whole run spec), ``versions``, ``git``, ``data``
-  (source descriptions and sha256 per file), ``device``, ``wall_seconds``
+  (source descriptions and sha256 per file), ``device``, ``wall_seconds``, ``memory`` (peak MB)
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from bench import __version__
 from bench.api import Candidate, Context, Method, Need, Suite
 from bench.core import cache
 from bench.core.atomic import write_atomic
-from bench.core.provenance import Provenance, device_info, git_state, versions
+from bench.core.provenance import Provenance, device_info, git_state, peak_memory, reset_peak_memory, versions
 from bench.core.records import Record, load_record, write_predictions
 from bench.data.examples import TaskData
 from bench.errors import BenchError
@@ -131,6 +131,7 @@ class Runner:
             self.log(f"[bench] {rid}: record exists, skipped")
             return load_record(path)
         t0 = time.time()
+        reset_peak_memory(torch_device(spec))
         method: Method = METHODS.get(spec.method)
         suite: Suite = SUITES.get(spec.suite)
         cand = self.candidate(spec.candidate())
@@ -154,7 +155,7 @@ class Runner:
                 config=spec.config() | {"bench": __version__},
                 data={"note": task.note, "sources": [dataclasses.asdict(s) for s in task.sources]
                       + [dataclasses.asdict(o.source) for o in task.ood.values()]},
-                device=device_info(ctx.device), wall_seconds=round(time.time() - t0, 2),
+                device=device_info(ctx.device), wall_seconds=round(time.time() - t0, 2), memory=peak_memory(ctx.device),
             )),
             created=datetime.now(UTC).isoformat(timespec="seconds"),
             degenerate=degenerate([r["gold"] for r in test], [r["pred"] for r in test]),

@@ -53,7 +53,22 @@ def resolve(name: str) -> Backbone:
         if not (p / "config.json").is_file():
             raise BenchError(f"backbone directory {p} has no config.json (expected a Hugging Face model directory)")
         return Backbone(name, str(p.resolve()), True)
+    if cached := _hub_snapshot(name):
+        return Backbone(name, cached, True)
     return Backbone(name, name, local_only=not hub_reachable())
+
+
+def _hub_snapshot(repo_id: str) -> str | None:
+    """The hub cache's snapshot directory of ``repo_id`` (as ``huggingface_hub`` lays it out under
+    HF_HUB_CACHE), or None when it is not cached: a cached model loads without the network and is
+    fingerprinted by its files, like a local directory."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        path = snapshot_download(repo_id, local_files_only=True)
+    except Exception:  # not cached, or not a repo id at all: the hub client decides later
+        return None
+    return path if (Path(path) / "config.json").is_file() else None
 
 
 def check_available(bb: Backbone) -> None:

@@ -20,6 +20,7 @@ def test_imp_run_writes_record_with_reference_and_provenance(runner, run_spec):
     assert "f_bias/hans" in rec.metrics and "ood/hans_synth/subsequence/non-entailment" in rec.metrics
     prov = rec.provenance
     assert prov["config"]["seed"] == 0 and prov["versions"]["torch"] and prov["device"]["type"] == "cpu"
+    assert prov["memory"]["peak_rss_mb"] > 100  # the process's peak resident memory, MB
     assert any(s["sha256"] for s in prov["data"]["sources"])
     records = sorted((runner.out / "records").glob("*.json"))
     assert len(records) == 2  # the run and its full-model reference

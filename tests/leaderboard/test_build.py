@@ -195,3 +195,12 @@ def test_rank_marks_only_what_a_paired_test_finds(tmp_path):
             if "(ce)" in ln and ln.startswith("| ") and "±" in ln}
     assert rank["big (ce)"] == "1 ▲" and rank["small (ce)"] == "2" and rank["finetune (ce)"] == "3 (ref)"
     assert "Paired tests against finetune (ce)" in md and "+30.0 (p=" in md and "n=300) ✓" in md
+
+
+def test_the_sparsity_pattern_reads_distilbert_names_too():
+    from leaderboard.plot import pattern
+
+    names = [f"distilbert.transformer.layer.{i}.{m}" for i in range(3) for m in
+             ("attention.q_lin", "attention.k_lin", "attention.v_lin", "attention.out_lin", "ffn.lin1", "ffn.lin2")]
+    grid = pattern({n: k / 18 for k, n in enumerate(names)})
+    assert grid.shape == (3, 6) and grid[2, 5] == 17 / 18 and grid[1, 4] == 10 / 18
