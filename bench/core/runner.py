@@ -19,7 +19,14 @@ from bench import __version__
 from bench.api import Candidate, Context, Method, Need, Suite
 from bench.core import cache
 from bench.core.atomic import write_atomic
-from bench.core.provenance import Provenance, device_info, git_state, peak_memory, reset_peak_memory, versions
+from bench.core.provenance import (
+    Provenance,
+    device_info,
+    git_state,
+    peak_memory,
+    reset_peak_memory,
+    versions,
+)
 from bench.core.records import Record, load_record, write_predictions
 from bench.data.examples import TaskData
 from bench.errors import BenchError
