@@ -9,6 +9,7 @@ point may also name an object directly; it is then registered under the entry po
 from __future__ import annotations
 
 import difflib
+import sys
 import types
 from collections.abc import Callable
 from importlib.metadata import entry_points
@@ -29,13 +30,17 @@ class Registry(Generic[T]):
         self.kind = kind
         self.group = group
         self._items: dict[str, T] = {}
+        self._broken: dict[str, str] = {}  # plug-ins that failed to import: why
         self._loaded = False
 
     def register(self, name: str) -> Callable[[T], T]:
         def deco(obj: T) -> T:
             item = obj() if isinstance(obj, type) else obj  # classes are registered as instances
-            if name in self._items and type(self._items[name]) is not type(item):
-                raise BenchError(f"{self.kind} '{name}' is registered twice")
+            old = self._items.get(name)
+            if old is not None and (type(old).__module__, type(old).__qualname__) != (type(item).__module__, type(item).__qualname__):
+                raise BenchError(f"{self.kind} '{name}' is registered twice")  # a module imported again may re-register
+            if isinstance(obj, type) and not getattr(item, "name", None):
+                item.name = name  # a plug-in need not repeat the name it is registered under
             self._items[name] = item
             return obj
 
@@ -48,8 +53,12 @@ class Registry(Generic[T]):
         for ep in entry_points(group=self.group):
             try:
                 obj = ep.load()
-            except Exception as e:  # a broken plug-in must name itself
-                raise BenchError(f"{self.kind} plug-in '{ep.name}' ({ep.value}) failed to load: {e}") from e
+            except Exception as e:  # a broken plug-in names itself and its package; the rest still work
+                package = ep.dist.name if ep.dist else "unknown package"
+                self._broken[ep.name] = f"{self.kind} plug-in '{ep.name}' of package {package} ({ep.value}) failed to load: " \
+                                        f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                print(f"bench: warning: {self._broken[ep.name]}; skipped", file=sys.stderr)
+                continue
             if not isinstance(obj, types.ModuleType) and ep.name not in self._items:
                 self.register(ep.name)(obj)
         if not self._items:
@@ -59,6 +68,8 @@ class Registry(Generic[T]):
 
     def get(self, name: str) -> T:
         self._load()
+        if name in self._broken and name not in self._items:
+            raise BenchError(self._broken[name])
         if name not in self._items:
             raise BenchError(f"unknown {self.kind} '{name}'{did_you_mean(name, list(self._items))}")
         return self._items[name]
@@ -70,6 +81,7 @@ class Registry(Generic[T]):
     def refresh(self) -> None:
         """Scan the entry points again on next use (after installing a plug-in in-process)."""
         self._loaded = False
+        self._broken.clear()
 
 
 METHODS: Registry = Registry("method", "bench.methods")

@@ -28,7 +28,7 @@ from bench.registry import SUITES
 @dataclass
 class OODParams:
     pools: str = ""  # comma-separated F_bias pools to judge (hans, paws, fever_symm); "" = every OOD set
-    eval_file: str = ""  # a user's own set, judged beside them (JSONL, TSV or CSV; bench/data/evalfile.py)
+    eval_file: Path | None = None  # a user's own set, judged beside them (JSONL, TSV or CSV; bench/data/evalfile.py)
 
     def chosen(self) -> list[str]:
         return [p.strip() for p in self.pools.split(",") if p.strip()]
@@ -38,7 +38,7 @@ def _sets(task, p: OODParams | None):
     chosen = p.chosen() if p else []
     sets = [s for s in task.ood.values() if not chosen or s.pool in chosen]
     if p and p.eval_file:
-        sets.append(eval_set(p.eval_file, task))
+        sets.append(eval_set(str(p.eval_file), task))
     if not sets:
         have = sorted({s.pool for s in task.ood.values()})
         raise BenchError(f"suite 'ood' has no OOD set{' in pools ' + ','.join(chosen) if chosen else ''} for task "
@@ -104,8 +104,9 @@ class OOD(Suite):
             if any(r.get("group") for r in by_set.get(name, [])):
                 c = cells(y, p, [r.get("group") for r in by_set[name]], labels)
                 metrics.update({f"ood/{name}/{k}": v for k, v in c.items()})
-                for lname in labels:  # mean over heuristics of one gold label
-                    metrics[f"ood/{name}/mean/{lname}"] = float(np.mean([v for k, v in c.items() if k.endswith(f"/{lname}")]))
+                for lname in labels:  # mean over heuristics of one gold label (of the groups that have it)
+                    if vals := [v for k, v in c.items() if k.endswith(f"/{lname}")]:
+                        metrics[f"ood/{name}/mean/{lname}"] = float(np.mean(vals))
             metrics[f"ood/{name}/share/{labels[0]}"] = float((p == 0).mean())
         for pool, names in details["pools"].items():
             ys = np.concatenate([arrays[n][0] for n in names if n in arrays] or [np.array([])])

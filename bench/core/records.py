@@ -96,7 +96,7 @@ class Record:
 
     def to_json(self) -> str:
         """Strict JSON: non-finite numbers (an undefined F_bias) are written as null."""
-        return json.dumps(_finite(asdict(self)), indent=1, sort_keys=True, allow_nan=False)
+        return json.dumps(_finite(asdict(self)), indent=1, sort_keys=True, allow_nan=False, default=str)  # paths as text
 
 
 def _finite(obj):

@@ -8,6 +8,7 @@ interrupted sweep picks up where it stopped.
 from __future__ import annotations
 
 import dataclasses
+import math
 import shutil
 import time
 from datetime import UTC, datetime
@@ -44,6 +45,21 @@ def torch_device(spec: RunSpec) -> torch.device:
     if spec.device == "cuda" and not torch.cuda.is_available():
         raise BenchError("--device cuda was asked for but torch sees no CUDA device (CPU wheel or no GPU)")
     return torch.device(spec.device)
+
+
+def check_result(suite: Suite, result, task: TaskData, params) -> None:
+    """What every suite promises, checked before a record is written: finite metrics, and
+    prediction rows that name examples of the sets it says it evaluated."""
+    for key, value in result.metrics.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise BenchError(f"suite '{suite.name}' broke its contract: metric '{key}' is {value!r}, not a finite number")
+    sets = {name: {e.uid for e in exs} for name, exs in suite.sets(task, params).items()}
+    for row in result.predictions:
+        if not isinstance(row, dict) or not {"set", "uid"} <= row.keys():
+            raise BenchError(f"suite '{suite.name}' broke its contract: a prediction row without 'set' and 'uid' ({row!r:.80})")
+        if sets and row["uid"] not in sets.get(row["set"], ()):
+            raise BenchError(f"suite '{suite.name}' broke its contract: prediction row {row['set']}/{row['uid']} "
+                             "is not one of the examples it evaluated")
 
 
 class Runner:
@@ -145,6 +161,7 @@ class Runner:
         ctx = self.context(spec, for_suite=True)
         self.log(f"[bench] evaluating {method.label(spec.params)} with suite {spec.suite}")
         result = suite.evaluate(cand, ctx)
+        check_result(suite, result, ctx.task, spec.suite_params)
         task = ctx.task
         metrics = dict(result.metrics)
         metrics.update(measure(cand.model, cand.tokenizer, self.dense(spec, len(task.labels)), task.test or task.dev,

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import types
 import typing
+from pathlib import Path
 from typing import Any
 
 from bench.errors import BenchError
@@ -22,7 +25,23 @@ def split_assignments(items: list[str]) -> dict[str, str]:
     return out
 
 
+def _is_path(typ: Any) -> bool:
+    return typ is Path or (typing.get_origin(typ) in (typing.Union, types.UnionType) and Path in typing.get_args(typ))
+
+
+def readable_path(value: Any, key: str) -> Path:
+    """A path parameter is checked when the run is resolved, before anything trains."""
+    path = Path(str(value)).expanduser()
+    if not path.exists():
+        raise BenchError(f"parameter '{key}': {value} does not exist")
+    if not os.access(path, os.R_OK):
+        raise BenchError(f"parameter '{key}': {value} is not readable")
+    return path
+
+
 def convert(value: Any, typ: Any, key: str) -> Any:
+    if _is_path(typ):
+        return None if value in (None, "") else readable_path(value, key)
     if not isinstance(value, str):
         if typ is float and isinstance(value, int) and not isinstance(value, bool):
             return float(value)  # one spelling per configuration: 2 and 2.0 hash alike
@@ -58,6 +77,8 @@ def describe(cls: type) -> list[tuple[str, str, Any]]:
     hints = typing.get_type_hints(cls)
 
     def name(t: Any) -> str:
+        if _is_path(t):
+            return "path"
         if typing.get_origin(t) is typing.Literal:
             return "|".join(map(str, typing.get_args(t)))
         return getattr(t, "__name__", str(t))

@@ -34,7 +34,7 @@ def overrides(params: Any) -> dict:
     if params is None:
         return {}
     defaults = {f.name: f.default for f in dataclasses.fields(params)}
-    return {k: v for k, v in dataclasses.asdict(params).items() if v != defaults[k]}
+    return {k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(params).items() if v != defaults[k]}
 
 
 @dataclass(frozen=True, eq=False)

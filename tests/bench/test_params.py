@@ -28,3 +28,24 @@ def test_assignments_need_an_equals_sign():
     assert split_assignments(["a=1", "b = x"]) == {"a": "1", "b": "x"}
     with pytest.raises(BenchError, match="key=value"):
         split_assignments(["lr"])
+
+
+def test_a_path_parameter_is_checked_when_the_run_is_resolved(tmp_path):
+    """Issue 28, item 4: typed path parameters exist and are readable before anything trains."""
+    from dataclasses import dataclass
+    from pathlib import Path
+
+    import pytest
+
+    from bench.errors import BenchError
+    from bench.spec.params import parse_params
+
+    @dataclass
+    class P:
+        table: Path | None = None
+
+    assert parse_params(P, {}, "x").table is None
+    (tmp_path / "t.csv").write_text("a\n")
+    assert parse_params(P, {"table": str(tmp_path / "t.csv")}, "x").table == tmp_path / "t.csv"
+    with pytest.raises(BenchError, match="parameter 'table': .*nope.csv does not exist"):
+        parse_params(P, {"table": str(tmp_path / "nope.csv")}, "x")

@@ -159,4 +159,4 @@ def test_a_bad_evaluation_file_is_one_line_before_anything_trains(tmp_path, tiny
     assert not (tmp_path / "out" / "artifacts").exists()  # nothing trained
     missing = main(["run", "--method", "finetune", "--suite", "ood", "--suite-param", "eval_file=/no/such.jsonl",
                     "--out", str(tmp_path / "out"), "--quiet"])
-    assert missing == 2 and "eval_file /no/such.jsonl: no such file" in capsys.readouterr().err
+    assert missing == 2 and "parameter 'eval_file': /no/such.jsonl does not exist" in capsys.readouterr().err
