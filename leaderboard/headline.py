@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bench.core.atomic import write_atomic
 from bench.core.records import load_records
-from leaderboard.build import main_table, sections
+from leaderboard.build import details_tables, main_table, sections
 
 START, END = "<!-- headline:start -->", "<!-- headline:end -->"
 STUDY = "quickstart"
@@ -22,12 +22,15 @@ TIMED = ("ex/s", "speed-up", "ms bs1")
 
 def render(results: Path) -> str:
     records = load_records(results / STUDY / "records")
-    df = main_table(sections(records, records_dir=results / STUDY / "records")[0])
+    sec = sections(records, records_dir=results / STUDY / "records")[0]
+    df = main_table(sec)
     df = df[[c for c in df.columns if not c.startswith(TIMED)]]
+    ood = dict(details_tables(sec)).get("OOD")  # the HANS-like cells by gold label: where a shortcut shows
     task = records[0].task if records else "?"
     return (f"Task `{task}`, backbone `{records[0].backbone if records else '?'}`, {len(records)} records "
             f"([full table](results/{STUDY}/LEADERBOARD.md), [findings](results/{STUDY}/findings.md)):\n\n"
-            + df.to_markdown(index=False, disable_numparse=True))
+            + df.to_markdown(index=False, disable_numparse=True)
+            + ("" if ood is None else "\n\n" + ood.to_markdown(index=False, disable_numparse=True)))
 
 
 def splice(readme: str, text: str) -> str:

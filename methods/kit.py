@@ -9,16 +9,11 @@ from collections.abc import Callable
 
 import torch
 
-from bench.api import Need
 from bench.model.masking import apply_masks, magnitude_masks
+from bench.plugin import finetuned  # noqa: F401  (re-exported: one definition for methods and plug-ins)
 
 PRUNE_FRACTION = 0.1  # of the original weights, every PRUNE_EVERY of training
 PRUNE_EVERY = 0.1
-
-
-def finetuned(recipe: dict, loss: str = "ce", checkpoint_step: int = 0) -> Need:
-    """The fully fine-tuned model of ``recipe`` (or its checkpoint at ``checkpoint_step``)."""
-    return Need("finetune", None, {"loss": loss, "checkpoint_step": checkpoint_step, **recipe})
 
 
 def prune_schedule(sparsity: float, total_steps: int) -> list[tuple[int, float]]:
