@@ -168,7 +168,12 @@ def _ray(ready, sorter, jobs, out, threads, workers, ray_address, progress, forc
     started = not ray.is_initialized()
     if started:
         kwargs = {"address": ray_address} if ray_address else {"num_cpus": threads * workers}
-        ray.init(include_dashboard=False, log_to_driver=False, **kwargs)
+        try:
+            ray.init(include_dashboard=False, log_to_driver=False, **kwargs)
+        except (ConnectionError, RuntimeError) as e:
+            hint = ("; a cluster started with `ray start` (Ray 2.59 and later) asks for its token: set RAY_AUTH_MODE=token "
+                    "(the token is read from ~/.ray/auth_token) or RAY_AUTH_TOKEN" if "RAY_AUTH_MODE" not in os.environ else "")
+            raise BenchError(f"cannot connect to the Ray cluster at {ray_address}: {str(e).splitlines()[0][:200]}{hint}") from e
     remote = ray.remote(execute)
     try:
         running: dict = {}

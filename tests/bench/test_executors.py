@@ -120,3 +120,43 @@ def test_killing_a_sweep_and_rerunning_it_finishes_only_the_missing_jobs(local_r
     total, todo = (int(head.split(": ", 1)[1].split(", ")[i].split()[0]) for i in (0, 1))
     assert total == 8 and todo <= 8 - len(before)  # the finished records' jobs are not redone
     assert sum(bool(re.match(r"\[sweep\] \d+/\d+ ", line)) for line in rerun.stderr.splitlines()) == todo
+
+
+def test_a_ray_cluster_started_as_a_user_would(local_records, tmp_path):
+    """Issue 26, item 5: `ray start --head` on this machine, then `bench sweep --executor ray
+    --ray-address`; the sweep killed mid-way and run again gives the local executor's records."""
+    pytest.importorskip("ray")
+    import socket
+
+    spec, expected = local_records
+    ray_cli = str(Path(sys.executable).parent / "ray")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    env.pop("RAY_AUTH_MODE", None)
+    start = subprocess.run([ray_cli, "start", "--head", f"--port={port}", "--node-ip-address=127.0.0.1", "--num-cpus=2",
+                            "--include-dashboard=false", "--disable-usage-stats"], env=env, capture_output=True, text=True,
+                           timeout=300)
+    assert start.returncode == 0, start.stderr[-2000:]
+    try:
+        out = tmp_path / "out"
+        argv = [sys.executable, "-m", "bench", "sweep", str(spec), "--out", str(out), "--executor", "ray",
+                "--ray-address", f"127.0.0.1:{port}", "--cpus-per-job", "1", "--workers", "2"]
+        if int(__import__("ray").__version__.split(".")[1]) >= 59:  # `ray start` clusters ask for a token
+            refused = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+            assert refused.returncode == 2 and "set RAY_AUTH_MODE=token" in refused.stderr.strip().splitlines()[-1]
+            env["RAY_AUTH_MODE"] = "token"  # what that one-line error tells the user to do
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 300
+        while time.time() < deadline and len(list((out / "records").glob("*.json")) if (out / "records").is_dir() else []) < 1:
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        before = len(list((out / "records").glob("*.json")))
+        assert 1 <= before < 4
+        rerun = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+        assert rerun.returncode == sweep_exit(out), rerun.stderr[-2000:]
+        assert _scores(out) == expected
+    finally:
+        subprocess.run([ray_cli, "stop", "--force"], env=env, capture_output=True, timeout=120)
