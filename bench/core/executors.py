@@ -140,9 +140,23 @@ def _local(ready, sorter, jobs, out, threads, workers, ray_address, progress, fo
             yield execute(job, out, threads, progress, job.id in forced, log)
 
 
+def _exit_with_parent(parent: int) -> None:
+    """A pool worker ends when the sweep that started it is gone (killed with SIGTERM or
+    SIGKILL, which a process pool does not pass on): no orphan keeps training and writing."""
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def _pool(ready, sorter, jobs, out, threads, workers, ray_address, progress, forced, log) -> Iterator[Outcome]:
     ctx = multiprocessing.get_context("spawn")  # no forked torch state
-    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_exit_with_parent,
+                                initargs=(os.getpid(),)) as pool:
         running: dict[cf.Future, Job] = {}
         try:
             while sorter.is_active():

@@ -160,3 +160,25 @@ def test_a_ray_cluster_started_as_a_user_would(local_records, tmp_path):
         assert _scores(out) == expected
     finally:
         subprocess.run([ray_cli, "stop", "--force"], env=env, capture_output=True, timeout=120)
+
+
+def test_pool_workers_end_when_their_sweep_is_killed(local_records, tmp_path):
+    """A process pool does not pass SIGKILL or SIGTERM on to its workers: each watches its parent."""
+    spec, _ = local_records
+    proc = subprocess.Popen([sys.executable, "-m", "bench", "sweep", str(spec), "--out", str(tmp_path / "out"),
+                             "--executor", "pool", "--workers", "2", "--cpus-per-job", "1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    children: list[int] = []
+    deadline = time.time() + 120
+    while time.time() < deadline and len(children) < 2:
+        listed = subprocess.run(["pgrep", "-P", str(proc.pid), "-f", "multiprocessing"], capture_output=True, text=True)
+        children = [int(p) for p in listed.stdout.split()]
+        time.sleep(0.2)
+    assert children, "the pool started no workers"
+    time.sleep(2)  # let them pick up jobs
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.time() + 30
+    while time.time() < deadline and any(Path(f"/proc/{p}").exists() for p in children):
+        time.sleep(0.5)
+    assert not [p for p in children if Path(f"/proc/{p}").exists()], "pool workers outlived their sweep"
