@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 from functools import cache
 from pathlib import Path
 
@@ -172,9 +173,30 @@ def word_swap(data_dir: Path | None, user_path: str) -> tuple[object, Resource]:
         note="no counter-fitting: neighbours include antonyms; pass --data-dir with wordsub/ for the counter-fitted list")
 
 
+class _PlainPickle(pickle.Unpickler):
+    """Unpickles plain data only (dicts, strings, numbers): a pickle that names any class or
+    function, which is how a pickle runs code, is refused."""
+
+    def find_class(self, module: str, name: str):
+        raise pickle.UnpicklingError(f"refusing to load {module}.{name}: only plain data is read from a word list")
+
+
+def word_list(path: Path) -> dict[str, int]:
+    """TextAttack's ``wordlist.pickle`` (word -> row), read without executing anything in it."""
+    try:
+        with open(path, "rb") as f:
+            data = _PlainPickle(f).load()
+    except (OSError, pickle.UnpicklingError, EOFError, ValueError) as e:
+        raise BenchError(f"{path}: not a plain word -> index pickle ({e})") from e
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, int) for k, v in data.items()):
+        raise BenchError(f"{path}: not a word -> index mapping")
+    return data
+
+
 def _paragram(ta, folder: Path):
-    """TextAttack's paragramcf folder given by the user (its word list is TextAttack's pickle)."""
+    """TextAttack's paragramcf folder given by the user (its word list is TextAttack's pickle,
+    read as plain data only)."""
     matrix = np.load(folder / "paragram.npy")
-    word2index = np.load(folder / "wordlist.pickle", allow_pickle=True)
+    word2index = word_list(folder / "wordlist.pickle")
     nn = np.load(folder / "nn.npy") if (folder / "nn.npy").is_file() else None
     return ta.shared.WordEmbedding(matrix, word2index, {i: w for w, i in word2index.items()}, nn)

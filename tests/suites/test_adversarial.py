@@ -281,3 +281,25 @@ def test_bert_attack_s_lazy_sub_word_swap_equals_textattack_s_and_stops_early(ti
     monkeypatch.setattr(tok, "convert_ids_to_tokens", lambda ids, **k: calls.append(1) or convert(ids, **k))
     long = ta.shared.AttackedText("the ooky-spookies film")
     assert len(lazy._get_transformations(long, [1])) > 0 and len(calls) < 100
+
+
+def test_a_users_word_list_pickle_is_read_as_plain_data_only(tmp_path):
+    """TextAttack's paragramcf word list is a pickle: a pickle that names a class or function (how a
+    pickle runs code) is refused, a plain word -> index dict is read."""
+    import os
+    import pickle
+
+    from suites.adversarial.embeddings import word_list
+
+    plain = tmp_path / "ok.pickle"
+    plain.write_bytes(pickle.dumps({"good": 0, "bad": 1}))
+    assert word_list(plain) == {"good": 0, "bad": 1}
+
+    class Evil:
+        def __reduce__(self):
+            return (os.system, ("echo owned",))
+
+    evil = tmp_path / "evil.pickle"
+    evil.write_bytes(pickle.dumps({"x": Evil()}))
+    with pytest.raises(BenchError, match="refusing to load"):
+        word_list(evil)
