@@ -34,7 +34,7 @@ from bench.api import (
 from bench.metrics import accuracy, id_metric
 from bench.model.backbone import load_classifier, load_tokenizer
 from bench.model.losses import ce
-from bench.model.masking import apply_masks, prunable_linears
+from bench.model.masking import apply_masks, prunable_linears, top_masks
 from bench.model.predict import predict_logits, prediction_rows
 from bench.model.train import TrainParams, train
 
@@ -120,13 +120,8 @@ class PruneMethod(Method):
     def build(self, ctx: Context, p: PruneParams) -> Candidate:
         start = ctx.require(finetuned(p.recipe()))
         model, tok = copy.deepcopy(start.model), start.tokenizer
-        masks = {}
-        for name, lin in prunable_linears(model).items():
-            s = self.score(lin.weight.detach()).flatten()
-            keep = torch.ones_like(s, dtype=torch.bool)
-            keep[torch.topk(s, int(round(ctx.sparsity * s.numel())), largest=False).indices] = False
-            masks[name] = keep.view_as(lin.weight).cpu()
-        apply_masks(model, masks)
+        scores = {name: self.score(lin.weight.detach()).float() for name, lin in prunable_linears(model).items()}
+        apply_masks(model, top_masks(scores, ctx.sparsity))
         rp = TrainParams(epochs=p.retrain_epochs, lr=p.lr, batch_size=p.batch_size, weight_decay=p.weight_decay,
                          warmup_ratio=p.warmup_ratio, eval_every=p.eval_every, max_grad_norm=p.max_grad_norm)
         result = train(model, tok, ctx, rp, lambda logits, y, idx: ce(logits, y), desc=f"{self.name} retrain")

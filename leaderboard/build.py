@@ -159,15 +159,23 @@ def _reference(candidates: list[Candidate], records: list[Record]) -> Candidate 
     return next((c for c in candidates if c.label == REFERENCE_LABEL and c.target is None and not c.variant), None)
 
 
-def _outcomes(c: Candidate, column: Column, records_dir: Path | None) -> dict[tuple, bool]:
+def _rows(rec: Record, records_dir: Path | None, loaded: dict[str, list[dict]]) -> list[dict]:
+    """A record's predictions, read once per leaderboard ([] when they were not kept)."""
+    if rec.run_id not in loaded:
+        kept = records_dir is not None and rec.predictions and (records_dir / rec.predictions).resolve().is_file()
+        loaded[rec.run_id] = load_predictions(records_dir, rec) if kept else []
+    return loaded[rec.run_id]
+
+
+def _outcomes(c: Candidate, column: Column, records_dir: Path | None, loaded: dict[str, list[dict]]) -> dict[tuple, bool]:
     """(seed, set, example id) -> right or not, from the predictions of the records holding
     ``column``; {} when they were not kept."""
     out: dict[tuple, bool] = {}
     for s in c.seeds:
         rec = c.record(s, column.key)
-        if rec is None or records_dir is None or not rec.predictions or not (records_dir / rec.predictions).resolve().is_file():
+        if rec is None:
             continue
-        for row in load_predictions(records_dir, rec):
+        for row in _rows(rec, records_dir, loaded):
             right = row.get("correct", row["gold"] == row.get("pred") if "result" not in row else None)
             if row["set"] in column.rows and right is not None:  # rows before issue 25 have no 'correct'
                 out[(s, row["set"], row["uid"])] = bool(right)
@@ -177,15 +185,15 @@ def _outcomes(c: Candidate, column: Column, records_dir: Path | None) -> dict[tu
 def _tests(candidates: list[Candidate], columns: list[Column], ref: Candidate | None, records_dir: Path | None) -> list[Test]:
     if ref is None:
         return []
-    tests = []
+    tests, loaded = [], {}
     for col in (c for c in columns if c.rows and c.table == "main"):
-        base = _outcomes(ref, col, records_dir)
+        base = _outcomes(ref, col, records_dir, loaded)
         if not base:
             continue
         for cand in candidates:
             if cand is ref or cand.degenerate:
                 continue
-            mine = _outcomes(cand, col, records_dir)
+            mine = _outcomes(cand, col, records_dir, loaded)
             pairs = [(mine[k], base[k]) for k in mine if k in base]
             if pairs:
                 p, b, c = mcnemar(pairs)

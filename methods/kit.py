@@ -16,13 +16,17 @@ PRUNE_FRACTION = 0.1  # of the original weights, every PRUNE_EVERY of training
 PRUNE_EVERY = 0.1
 
 
+def prune_rounds(sparsity: float) -> int:
+    """How many prunes of 10 % of the original weights reach ``sparsity``."""
+    return math.ceil(round(sparsity / PRUNE_FRACTION, 6))
+
+
 def prune_schedule(sparsity: float, total_steps: int) -> list[tuple[int, float]]:
     """[(step, sparsity after pruning at that step)]: SRNet's algorithm 1 prunes 10 % of the
     original weights at t = 0 and every Delta_t = 0.1 t_max until the target (on short runs
     several prunes share a step, and the last, the highest, wins)."""
-    n = math.ceil(round(sparsity / PRUNE_FRACTION, 6))
     return [(min(total_steps - 1, int(round(k * PRUNE_EVERY * total_steps))), min((k + 1) * PRUNE_FRACTION, sparsity))
-            for k in range(n)]
+            for k in range(prune_rounds(sparsity))]
 
 
 class IMPHook:

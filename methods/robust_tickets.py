@@ -65,7 +65,7 @@ from bench.model.masking import (
 from bench.model.predict import autocast
 from bench.model.train import TrainParams, total_steps, train
 from bench.registry import METHODS
-from methods.kit import PRUNE_FRACTION, finetuned, pretrained_state, rewind_weights
+from methods.kit import PRUNE_FRACTION, finetuned, pretrained_state, prune_rounds, rewind_weights
 
 
 @dataclass
@@ -204,7 +204,7 @@ class RobustTickets(Method):
         pretrained = pretrained_state(model)
         recipe = TrainParams(**p.recipe())
         last = total_steps(len(ctx.task.train), recipe)
-        levels = [min((k + 1) * PRUNE_FRACTION, sparsity) for k in range(_rounds(sparsity))]
+        levels = [min((k + 1) * PRUNE_FRACTION, sparsity) for k in range(prune_rounds(sparsity))]
         rounds = []
         for r, level in enumerate(levels):
             result = train(model, tok, ctx, recipe, lambda logits, y, idx: ce(logits, y), stop_at=last,
@@ -277,15 +277,10 @@ class RobustTickets(Method):
         return Candidate(model=model, tokenizer=tok, lineage={}, info=info)
 
 
-def _rounds(sparsity: float) -> int:
-    """Lottery rounds to reach ``sparsity`` at 10 % of the weights a round."""
-    return math.ceil(round(sparsity / PRUNE_FRACTION, 6))
-
-
 def budget(p: RobustTicketsParams, sparsity: float) -> dict[str, float]:
     """What a ticket trained in all, its retraining included: optimizer epochs and passes over
     the training set (FreeLB's K ascent steps are K passes a step)."""
-    rounds = _rounds(sparsity) if p.ticket == "imp" else 0
+    rounds = prune_rounds(sparsity) if p.ticket == "imp" else 0
     before = {"robust": (p.epochs + p.search_epochs, p.epochs + p.search_epochs * p.adv_steps),
               "imp": (p.epochs * rounds, p.epochs * rounds), "random": (0.0, 0.0)}[p.ticket]
     return {"budget_epochs": before[0] + p.retrain_epochs, "budget_passes": before[1] + p.retrain_epochs}

@@ -35,9 +35,13 @@ class Rescored:
     gold: str = "checked"  # or why the gold labels could not be checked
 
 
+def _undefined(x) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))  # a record writes NaN as null
+
+
 def _same(a, b) -> bool:
-    if a is None or b is None or (isinstance(a, float) and math.isnan(a)) or (isinstance(b, float) and math.isnan(b)):
-        return (a is None or (isinstance(a, float) and math.isnan(a))) and (b is None or (isinstance(b, float) and math.isnan(b)))
+    if _undefined(a) or _undefined(b):
+        return _undefined(a) and _undefined(b)
     return math.isclose(a, b, rel_tol=0.0, abs_tol=1e-9)
 
 

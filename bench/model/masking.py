@@ -205,6 +205,12 @@ def magnitude_masks(model: nn.Module, sparsity: float, keep_pruned: bool = True,
         if keep_pruned and parametrize.is_parametrized(lin, "weight"):
             w = torch.where(lin.parametrizations.weight[0].mask, w, torch.full_like(w, -1.0))
         scores[name] = w
+    return top_masks(scores, sparsity, scope)
+
+
+def top_masks(scores: dict[str, torch.Tensor], sparsity: float, scope: str = "local") -> dict[str, torch.Tensor]:
+    """Keep the highest scores: ``numel - round(sparsity * numel)`` of each matrix (``local``)
+    or of all of them together (``global``)."""
     groups = [list(scores)] if scope == "global" else [[n] for n in scores]
     masks = {}
     for names in groups:
