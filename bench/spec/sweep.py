@@ -167,10 +167,10 @@ def _as_list(value: Any) -> list:
     return list(value) if isinstance(value, list) else [value]
 
 
-def runs(spec: SweepSpec, only: dict[str, list[str]] | None = None, check_backbones: bool = True,
+def runs(spec: SweepSpec, only: dict[str, list] | None = None, check_backbones: bool = True,
          device: str | None = None) -> list[RunSpec]:
     """Every run (method, suite, task, ...) of the spec, validated; ``only`` keeps the runs whose
-    method / suite / task is listed (a tox slice); ``device`` overrides the spec's (the smoke
+    method / suite / task / seed is listed (a tox slice, a study seed by seed); ``device`` overrides the spec's (the smoke
     spec on a GPU). Backbone availability is checked unless a dry run plans for another machine."""
     only = only or {}
     out: list[RunSpec] = []
@@ -191,6 +191,8 @@ def runs(spec: SweepSpec, only: dict[str, list[str]] | None = None, check_backbo
                         )
                         out += [r for r in found if all(getattr(r, k) in v for k, v in only.items())]
     for k, values in only.items():
+        if k == "seed":
+            continue
         names = {"method": METHODS, "suite": SUITES, "task": TASKS}[k].names()
         for v in values:
             if v not in names:

@@ -91,6 +91,21 @@ def test_only_keeps_a_slice_and_its_dependencies(tmp_path, tiny_bert):
     assert evaluated == {("imp", "ood"), ("finetune", "ood")}  # finetune: imp's F_bias reference
 
 
+def test_a_study_runs_seed_by_seed(tmp_path, tiny_bert):
+    text = f"""
+        [defaults]
+        backbone = "{tiny_bert}"
+        seed = [0, 1, 2, 3, 4]
+        suite = "ood"
+        [[group]]
+        method = ["finetune", "imp"]
+    """
+    jobs = _plan(tmp_path, text, seed=[1, 3])
+    assert {j.spec.seed for j in jobs.values()} == {1, 3}
+    assert {(j.spec.method, j.kind) for j in jobs.values()} == {
+        (m, k) for m in ("finetune", "imp") for k in ("build", "evaluate")}
+
+
 PLUGIN = '''
 from dataclasses import dataclass
 
