@@ -44,6 +44,7 @@ class Context:
     suite_params: Any = None  # the suite's Params instance (suites only)
     data_dir: Path | None = None  # the user's data directory (resources such as word lists)
     scratch: Path | None = None  # a run's directory for a suite's partial results (resume)
+    compile: bool = False  # torch.compile the training forward (bench.model.accel)
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", default=DEFAULT_OUT, help="output directory for records, predictions, artifacts")
     run.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     run.add_argument("--precision", default="fp32", choices=["fp32", "bf16"], help="bf16 autocast or fp32")
+    run.add_argument("--compile", action="store_true", help="torch.compile the training forward (worth it on a GPU)")
     run.add_argument("--max-examples", type=int, help="cap every split at N examples (stratified, seeded)")
     run.add_argument("--force", action="store_true", help="evaluate again even if the record exists (cached models are reused; delete OUT/artifacts/... to retrain)")
     run.add_argument("--quiet", action="store_true", help="no progress bars or progress lines")
@@ -61,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("--out", default=DEFAULT_OUT, help="output directory (shared by every worker)")
     _executor_flags(sw)
     sw.add_argument("--device", choices=["cpu", "cuda"], help="run every job on this device (default: the spec's)")
+    sw.add_argument("--compile", action="store_true", help="torch.compile every job's training forward")
     sw.add_argument("--dry-run", action="store_true", help="show the jobs, their dependencies and an estimate; run nothing")
     for key in ("method", "suite", "task"):
         sw.add_argument(f"--{key}", action="append", help=f"only the spec's runs of this {key} (repeatable)")
@@ -211,7 +213,8 @@ def cmd_run(a: argparse.Namespace) -> None:
 
     runs = grid(a.method, a.suite, a.sparsity, a.seed, task=a.task, backbone=a.backbone,
                 params=split_assignments(a.param), suite_params=split_assignments(a.suite_param),
-                data_dir=a.data_dir, max_examples=a.max_examples, device=a.device, precision=a.precision)
+                data_dir=a.data_dir, max_examples=a.max_examples, device=a.device, precision=a.precision,
+                compile=a.compile)
     out = Path(a.out)
     execute(runs, out, executor=a.executor, workers=a.workers, cpus_per_job=a.cpus_per_job,
             ray_address=a.ray_address, force=a.force, quiet=a.quiet, fail_fast=True)
@@ -231,7 +234,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     spec = load_spec(Path(a.spec))
     only = {k: getattr(a, k) for k in ("method", "suite", "task", "seed") if getattr(a, k)}
     out = Path(a.out)
-    todo = runs(spec, only, check_backbones=not a.dry_run, device=a.device)
+    todo = runs(spec, only, check_backbones=not a.dry_run, device=a.device, compile=a.compile)
     outcomes = execute(todo, out, executor=a.executor, workers=a.workers, cpus_per_job=a.cpus_per_job,
                        ray_address=a.ray_address, dry_run=a.dry_run, quiet=a.quiet, throughput=spec.throughput,
                        what=f"[sweep] {spec.path}")

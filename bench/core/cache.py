@@ -30,7 +30,7 @@ def lineage(spec: RunSpec, task: TaskData) -> dict:
            "data": task.id_checksums(), "max_examples": spec.max_examples, "backbone": spec.backbone,
            "backbone_fingerprint": resolve(spec.backbone).fingerprint(), "seed": spec.seed,
            "sparsity": spec.sparsity, "precision": spec.precision, "device": spec.device}
-    out = out | ({"extra": extra} if extra else {})
+    out = out | ({"extra": extra} if extra else {}) | ({"compile": True} if spec.compile else {})
     return out | {"key": f"{spec.method}-{digest(out)}"}
 
 

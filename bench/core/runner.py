@@ -125,7 +125,7 @@ class Runner:
             sparsity=spec.sparsity, device=torch_device(spec), precision=spec.precision, require=require,
             reference=reference_need(spec), progress=self.progress, data_dir=spec.data_path,
             suite_params=spec.suite_params if for_suite else None,
-            scratch=self.out / "partial" / self.run_id(spec) if for_suite else None,
+            scratch=self.out / "partial" / self.run_id(spec) if for_suite else None, compile=spec.compile,
         )
 
     def dense(self, spec: RunSpec, num_labels: int):

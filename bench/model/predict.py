@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from bench.data.examples import Example
+from bench.model.accel import to_device
 
 
 def encode(tokenizer, examples: list[Example], max_length: int) -> list[dict[str, list[int]]]:
@@ -54,7 +55,7 @@ def predict_logits(
         idx = order[s : s + batch_size]
         batch = collate([enc[i] for i in idx], tokenizer.pad_token_id, max_length if fixed_padding else None)
         with autocast(device, precision):
-            logits = model(**{k: v.to(device) for k, v in batch.items()}).logits
+            logits = model(**to_device(batch, device)).logits
         out[idx] = logits.float().cpu().numpy()
     model.train(was_training)
     return out

@@ -1,5 +1,7 @@
 """The one training loop: AdamW with linear warm-up and decay, evaluation on ID dev every N
-steps, the best checkpoint by ID dev only, dynamic padding, optional bf16 autocast, seeded.
+steps, the best checkpoint by ID dev only, dynamic padding, optional bf16 autocast, seeded;
+on CUDA also TF32, fused AdamW, pinned transfers, length buckets and optional compile
+(``bench.model.accel``).
 
 Methods customise it with a loss function (which sees the batch's example indices, so
 per-example bias or teacher probabilities can be looked up) and a step hook (IMP prunes there).
@@ -24,6 +26,7 @@ from transformers import get_linear_schedule_with_warmup
 from bench.api import Context
 from bench.errors import BenchError
 from bench.metrics import id_metric
+from bench.model import accel
 from bench.model.losses import LOSSES
 from bench.model.predict import autocast, collate, encode, predict_logits
 
@@ -110,8 +113,11 @@ def train(
     """
     task, device = ctx.task, ctx.device
     torch.manual_seed(ctx.seed)
+    accel.setup(device)
     model.to(device).train()
+    forward = accel.compiled(model, ctx.compile)
     enc = encode(tokenizer, task.train, task.max_length)
+    lengths = [len(e["input_ids"]) for e in enc]
     labels = torch.tensor([ex.label for ex in task.train])
     steps_per_epoch = math.ceil(len(enc) / p.batch_size)
     total = total_steps(len(enc), p)
@@ -126,7 +132,7 @@ def train(
     params = [q for g in groups for q in g["params"]]
 
     def optimizer(remaining: int):
-        opt = torch.optim.AdamW([{"lr": p.lr, **g} for g in groups if g["params"]], lr=p.lr)
+        opt = accel.adamw([{"lr": p.lr, **g} for g in groups if g["params"]], p.lr, device)
         return opt, get_linear_schedule_with_warmup(opt, int(p.warmup_ratio * remaining), remaining)
 
     opt, sched = optimizer(total)
@@ -137,20 +143,17 @@ def train(
     step = 0
     bar = tqdm(total=last, desc=desc, disable=not ctx.progress, leave=False, dynamic_ncols=True)
     while step < last:
-        perm = torch.randperm(len(enc), generator=gen)
-        for s in range(0, len(perm), p.batch_size):
+        for idx in accel.batch_order(lengths, p.batch_size, gen, bucket=device.type == "cuda"):
             if step >= last:
                 break
             if on_step:
                 on_step(step, total)
             if step in restart and step > 0:
                 opt, sched = optimizer(total - step)
-            idx = perm[s : s + p.batch_size]
-            batch = collate([enc[i] for i in idx], tokenizer.pad_token_id)
-            inputs = {k: v.to(device) for k, v in batch.items()}
+            inputs = accel.to_device(collate([enc[i] for i in idx], tokenizer.pad_token_id), device)
             if step_fn is None:
                 with autocast(device, ctx.precision):
-                    logits = model(**inputs).logits
+                    logits = forward(**inputs).logits
                 loss = loss_fn(logits.float(), labels[idx].to(device), idx)
             else:  # e.g. FreeLB: several forward/backward passes per optimizer step
                 loss = step_fn(model, inputs, labels[idx].to(device), idx, step, total)

@@ -56,14 +56,16 @@ class RunSpec:
     max_examples: int | None
     device: str
     precision: str
+    compile: bool = False  # torch.compile the training forward
 
     def config(self) -> dict:
         """The run as plain data (parameters as their non-default values): what a record's
         provenance stores and what run and job ids hash."""
-        return {"method": self.method, "suite": self.suite, "task": self.task, "backbone": self.backbone,
+        conf = {"method": self.method, "suite": self.suite, "task": self.task, "backbone": self.backbone,
                 "seed": self.seed, "sparsity": self.sparsity, "params": overrides(self.params),
                 "suite_params": overrides(self.suite_params), "data_dir": self.data_dir,
                 "max_examples": self.max_examples, "device": self.device, "precision": self.precision}
+        return conf | ({"compile": True} if self.compile else {})  # absent when off: earlier ids stay valid
 
     def key(self) -> str:
         return json.dumps(self.config(), sort_keys=True, default=str)
@@ -86,7 +88,7 @@ class RunSpec:
         """Another method's candidate on the same task, backbone, seed and device."""
         return resolve(method, "", task=self.task, backbone=self.backbone, seed=self.seed, sparsity=sparsity,
                        params=params, data_dir=self.data_dir, max_examples=self.max_examples, device=self.device,
-                       precision=self.precision, check_backbone=False, default_sparsity=False)
+                       precision=self.precision, compile=self.compile, check_backbone=False, default_sparsity=False)
 
 
 @functools.cache
@@ -104,7 +106,8 @@ def digest(obj: Any) -> str:
 def resolve(method: str, suite: str, *, task: str = "nli_synth", backbone: str = "minilm", seed: int = 0,
             sparsity: float | None = None, params: dict | None = None, suite_params: dict | None = None,
             data_dir: str | None = None, max_examples: int | None = None, device: str = "cpu",
-            precision: str = "fp32", check_backbone: bool = True, default_sparsity: bool = True) -> RunSpec:
+            precision: str = "fp32", compile: bool = False, check_backbone: bool = True,
+            default_sparsity: bool = True) -> RunSpec:
     """A validated RunSpec, or a one-line BenchError naming what is wrong."""
     m = METHODS.get(method)
     TASKS.get(task)
@@ -112,6 +115,8 @@ def resolve(method: str, suite: str, *, task: str = "nli_synth", backbone: str =
         raise BenchError(f"unknown device '{device}'; choose {' or '.join(DEVICES)}")
     if precision not in PRECISIONS:
         raise BenchError(f"unknown precision '{precision}'; choose {' or '.join(PRECISIONS)}")
+    if not isinstance(compile, bool):
+        raise BenchError(f"compile must be true or false, got {compile!r}")
     if max_examples is not None and max_examples < 1:
         raise BenchError(f"--max-examples must be at least 1, got {max_examples}")
     if sparsity is not None and not m.sparse:
@@ -134,7 +139,7 @@ def resolve(method: str, suite: str, *, task: str = "nli_synth", backbone: str =
         _check_backbone(backbone)
     return RunSpec(method=method, suite=suite, task=task, backbone=backbone, seed=int(seed), sparsity=sparsity,
                    params=typed, suite_params=typed_suite, data_dir=data_dir or None, max_examples=max_examples,
-                   device=device, precision=precision)
+                   device=device, precision=precision, compile=compile)
 
 
 def grid(method: str, suite: str, sparsities: list[float] | None, seeds: list[int], *,

@@ -47,7 +47,7 @@ from bench.registry import METHODS, SUITES, TASKS, did_you_mean
 from bench.spec.run import RunSpec, grid
 
 RUN_KEYS = ("method", "suite", "task", "backbone", "sparsity", "seed", "params", "suite_params", "data_dir",
-            "max_examples", "device", "precision")
+            "max_examples", "device", "precision", "compile")
 SPEC_KEYS = ("description", "defaults", "estimate", "group", "reference")
 REFERENCE_KEYS = ("source", "task", "suite", "backbone", "label", "sparsity", "metrics", "note")
 
@@ -168,14 +168,15 @@ def _as_list(value: Any) -> list:
 
 
 def runs(spec: SweepSpec, only: dict[str, list] | None = None, check_backbones: bool = True,
-         device: str | None = None) -> list[RunSpec]:
+         device: str | None = None, compile: bool = False) -> list[RunSpec]:
     """Every run (method, suite, task, ...) of the spec, validated; ``only`` keeps the runs whose
     method / suite / task / seed is listed (a tox slice, a study seed by seed); ``device`` overrides the spec's (the smoke
-    spec on a GPU). Backbone availability is checked unless a dry run plans for another machine."""
+    spec on a GPU) and ``compile`` turns torch.compile on for every run. Backbone availability is checked unless a dry run plans for another machine."""
     only = only or {}
     out: list[RunSpec] = []
     for g in spec.groups:
         g = {**g, "device": device} if device else g
+        g = {**g, "compile": True} if compile else g
         for method in _as_list(g["method"]):
             for suite in _as_list(g["suite"]):
                 for task in _as_list(g.get("task", "nli_synth")):
@@ -187,6 +188,7 @@ def runs(spec: SweepSpec, only: dict[str, list] | None = None, check_backbones: 
                             params=dict(g.get("params", {})), suite_params=dict(g.get("suite_params", {})),
                             data_dir=g.get("data_dir") or None, max_examples=g.get("max_examples"),
                             device=g.get("device", "cpu"), precision=g.get("precision", "fp32"),
+                            compile=g.get("compile", False),
                             check_backbone=check_backbones,
                         )
                         out += [r for r in found if all(getattr(r, k) in v for k, v in only.items())]

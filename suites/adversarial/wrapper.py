@@ -18,6 +18,7 @@ from collections import OrderedDict
 import numpy as np
 import torch
 
+from bench.model.accel import to_device
 from bench.model.predict import autocast, collate
 from suites.adversarial.resources import textattack
 
@@ -61,7 +62,7 @@ def make_wrapper(model, tokenizer, max_length: int, device: torch.device, precis
                 idx = order[s : s + batch_size]
                 batch = collate([items[i] for i in idx], tokenizer.pad_token_id)
                 with autocast(device, precision):
-                    logits = self.model(**{k: v.to(device) for k, v in batch.items()}).logits.float().cpu().numpy()
+                    logits = self.model(**to_device(batch, device)).logits.float().cpu().numpy()
                 for j, i in enumerate(idx):
                     rows[i] = logits[j]
             return rows
