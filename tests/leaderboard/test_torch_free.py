@@ -44,3 +44,16 @@ def test_a_committed_leaderboard_builds_without_torch(tmp_path):
     assert proc.returncode == 0, proc.stderr
     committed = (ROOT / "results" / "mnli" / "LEADERBOARD.md").read_text().splitlines()
     assert out.read_text().splitlines()[4:] == committed[4:]  # all but the generation date
+
+
+def test_a_claims_table_is_measured_without_torch():
+    code = NO_TORCH + '''
+from pathlib import Path
+from leaderboard.claims import study_table
+table = study_table(Path(sys.argv[1]))
+loaded = [m for m in sys.modules if m == "torch" or m.startswith(("torch.", "transformers"))]
+assert not loaded, loaded
+assert "| 1 |" in table
+'''
+    proc = _python(code, str(ROOT / "results" / "quickstart"))
+    assert proc.returncode == 0, proc.stderr

@@ -1,0 +1,266 @@
+"""A study's claims table, generated from its records: ``python -m leaderboard.claims results/<study>``.
+
+Each study folder may hold ``claims.toml``: the published claims it tests, each naming the
+paper's number, the metric, the candidate and the reference it compares (by leaderboard label
+and sparsity) and the direction the paper reports. This module measures each claim on the
+study's records and writes the table between ``<!-- claims:start -->`` and ``<!-- claims:end -->``
+in the study's ``findings.md``; a test fails when the committed page differs from what the
+records give, so no verdict is typed by hand.
+
+Per claim: the candidate's and the reference's metric over seeds (mean ± sd [95 % t-interval],
+``leaderboard.stats``) and two paired tests, because they answer different questions:
+
+- on examples: the same examples of the seeds both have, every seed pooled, exact McNemar,
+  Holm-corrected across the page's claims. Do these trained models differ?
+- over seeds: the per-seed differences of the metric, paired t-test (n - 1 degrees of
+  freedom), Holm-corrected likewise. Does the method's effect stand out from the variation
+  between training runs? A difference can pass the first and fail the second when it is large
+  on some seeds and absent or reversed on others.
+
+The verdict:
+
+- ``reproduced``: 5 or more paired seeds, both tests significant (Holm p < 0.05) in the paper's
+  direction;
+- ``opposite``: the same, against it;
+- ``not at this scale``: 5 or more paired seeds and neither test significant;
+- ``varies by seed``: the example test is significant, the seed test is not (or they disagree);
+- ``inconclusive (k seeds)``: fewer than 5 paired seeds (DESIGN: a finding that rests on a
+  difference of a few points needs 5 seeds and a paired test);
+- ``not tested: ...``: a side has no records, or one of them did not learn its task.
+
+Example (``results/quickstart/claims.toml``)::
+
+    [[claim]]
+    paper = "Clark et al. 2019, table 3"
+    claim = "PoE raises HANS non-entailment accuracy over CE"
+    published = "non-entailment 23.9 -> 47.3 (bert-base, MNLI)"
+    metric = "ood/hans_synth/mean/non-entailment"
+    set = "hans_synth"                  # the paired examples (default: the metric's own rows)
+    gold = [1]                          # only these gold labels (non-entailment)
+    candidate = { label = "finetune (poe)" }
+    reference = { label = "finetune (ce)" }
+    direction = "higher"
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from bench.core.atomic import write_atomic
+from bench.core.records import Record, load_records
+from bench.errors import BenchError
+from leaderboard.build import Candidate, _rows, sections
+from leaderboard.stats import fmt, holm, mcnemar
+
+START, END = "<!-- claims:start -->", "<!-- claims:end -->"
+SEEDS_FOR_A_FINDING = 5
+ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class Select:
+    label: str
+    sparsity: float | None = None
+    variant: str = ""
+
+    def matches(self, c: Candidate) -> bool:
+        return c.label == self.label and c.target == self.sparsity and c.variant == self.variant
+
+    def __str__(self) -> str:
+        return self.label + ("" if self.sparsity is None else f" {self.sparsity:.0%}") + (f" [{self.variant}]" if self.variant else "")
+
+
+@dataclass(frozen=True)
+class Claim:
+    paper: str
+    claim: str
+    published: str
+    metric: str
+    candidate: Select
+    reference: Select
+    direction: str  # "higher" or "lower": what the paper reports for candidate vs reference
+    task: str = ""
+    set: str = ""
+    gold: tuple[int, ...] = ()
+
+
+@dataclass
+class Result:
+    claim: Claim
+    cand: Candidate | None
+    ref: Candidate | None
+    seeds: list[int] = field(default_factory=list)
+    pairs: int = 0
+    delta: float = 0.0  # on examples: candidate minus reference, share of the paired examples right
+    p: float = 1.0
+    p_holm: float = 1.0
+    seed_deltas: list[float] = field(default_factory=list)  # over seeds: the metric's differences
+    seed_p: float = 1.0
+    seed_p_holm: float = 1.0
+    problem: str = ""
+
+    @property
+    def verdict(self) -> str:
+        if self.problem:
+            return f"not tested: {self.problem}"
+        if len(self.seeds) < SEEDS_FOR_A_FINDING:
+            return f"inconclusive ({len(self.seeds)} seed{'s' * (len(self.seeds) != 1)})"
+        want = self.claim.direction == "higher"
+        examples = self.p_holm < ALPHA
+        seeds = self.seed_p_holm < ALPHA
+        if not examples and not seeds:
+            return "not at this scale"
+        same_sign = (self.delta > 0) == (float(np.mean(self.seed_deltas)) > 0)
+        if examples and seeds and same_sign:
+            return "reproduced" if (self.delta > 0) == want else "opposite"
+        return "varies by seed"
+
+
+def load_claims(path: Path) -> list[Claim]:
+    try:
+        raw = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise BenchError(f"claims file {path} is unreadable: {e}") from None
+    out = []
+    for i, c in enumerate(raw.get("claim", []), 1):
+        try:
+            if c["direction"] not in ("higher", "lower"):
+                raise BenchError(f"{path}: claim {i}: direction must be 'higher' or 'lower', got {c['direction']!r}")
+            out.append(Claim(paper=c["paper"], claim=c["claim"], published=c["published"], metric=c["metric"],
+                             candidate=Select(**c["candidate"]), reference=Select(**c["reference"]),
+                             direction=c["direction"], task=c.get("task", ""), set=c.get("set", ""),
+                             gold=tuple(c.get("gold", ()))))
+        except (KeyError, TypeError) as e:
+            raise BenchError(f"{path}: claim {i} is malformed ({type(e).__name__}: {e})") from None
+    return out
+
+
+def _outcomes(cand: Candidate, claim: Claim, rows: tuple[str, ...], records_dir: Path, loaded: dict) -> dict[tuple, bool]:
+    out = {}
+    for s in cand.seeds:
+        rec = cand.record(s, claim.metric)
+        for row in _rows(rec, records_dir, loaded) if rec else []:
+            right = row.get("correct")
+            if row["set"] in rows and right is not None and (not claim.gold or row["gold"] in claim.gold):
+                out[(s, row["set"], row["uid"])] = bool(right)
+    return out
+
+
+def measure(claims: list[Claim], records: list[Record], records_dir: Path) -> list[Result]:
+    secs = sections(records, records_dir=records_dir)
+    results, loaded = [], {}
+    for claim in claims:
+        sec = next((s for s in secs if not claim.task or s.task == claim.task), None)
+        cands = sec.candidates if sec else []
+        cand = next((c for c in cands if claim.candidate.matches(c)), None)
+        ref = next((c for c in cands if claim.reference.matches(c)), None)
+        res = Result(claim, cand, ref)
+        results.append(res)
+        missing = [str(s) for s, c in ((claim.candidate, cand), (claim.reference, ref)) if c is None]
+        if missing:
+            res.problem = f"no records of {' and '.join(missing)}"
+            continue
+        if bad := [c.name for c in (cand, ref) if c.degenerate]:
+            res.problem = f"{' and '.join(bad)} did not learn the task (degenerate)"
+            continue
+        column = next((c for c in sec.columns if c.key == claim.metric), None)
+        if column is None:
+            res.problem = f"no metric {claim.metric}"
+            continue
+        rows = (claim.set,) if claim.set else tuple(column.rows)
+        mine, base = (_outcomes(c, claim, rows, records_dir, loaded) for c in (cand, ref))
+        keys = [k for k in mine if k in base]
+        res.seeds = sorted({k[0] for k in keys})
+        res.pairs = len(keys)
+        if not keys:
+            res.problem = "no per-example predictions on the same examples"
+            continue
+        res.p, b, c = mcnemar([(mine[k], base[k]) for k in keys])
+        res.delta = (b - c) / len(keys)
+        res.seed_deltas = [cand.record(s, claim.metric).metrics[claim.metric] - ref.record(s, claim.metric).metrics[claim.metric]
+                           for s in res.seeds]
+        res.seed_p = paired_t(res.seed_deltas)
+    tested = [r for r in results if not r.problem]
+    for r, adjusted, seed_adjusted in zip(tested, holm([r.p for r in tested]), holm([r.seed_p for r in tested]), strict=True):
+        r.p_holm, r.seed_p_holm = adjusted, seed_adjusted
+    return results
+
+
+def paired_t(deltas: list[float]) -> float:
+    """Two-sided p of the paired t-test that the mean per-seed difference is 0 (1.0 below 2 seeds;
+    0.0 when every seed differs by the same non-zero amount)."""
+    if len(deltas) < 2:
+        return 1.0
+    d = np.asarray(deltas, dtype=float)
+    if d.std(ddof=1) == 0:
+        return 1.0 if d.mean() == 0 else 0.0
+    return float(stats.ttest_1samp(d, 0.0).pvalue)
+
+
+def _p(p: float) -> str:
+    return f"{p:.2g}" if p >= 1e-4 else "< 1e-4"
+
+
+def render(results: list[Result]) -> str:
+    head = ["| # | claim (paper) | published | ours: candidate | ours: reference | on examples | over seeds | verdict |",
+            "|---|---|---|---|---|---|---|---|"]
+    lines, sources = [], []
+    for i, r in enumerate(results, 1):
+        c = r.claim
+        ours = [fmt(x.values(c.metric)) if x else "–" for x in (r.cand, r.ref)]
+        on_examples = "–" if r.problem else f"{100 * r.delta:+.1f} pts, {r.pairs} pairs, p {_p(r.p)}, Holm {_p(r.p_holm)}"
+        over_seeds = "–" if r.problem else (f"{fmt(r.seed_deltas)} pts ({len(r.seeds)} seeds), "
+                                            f"p {_p(r.seed_p)}, Holm {_p(r.seed_p_holm)}")
+        lines.append(f"| {i} | {c.claim} ({c.paper}) | {c.published} | {c.candidate}: {ours[0]} | "
+                     f"{c.reference}: {ours[1]} | {on_examples} | {over_seeds} | **{r.verdict}** |")
+        ids = [rec.run_id for x in (r.cand, r.ref) if x for rec in x.records if c.metric in rec.metrics]
+        sources.append(f"{i}. " + (", ".join(f"[`{rid[-12:]}`](records/{rid}.json)" for rid in ids) or "none"))
+    legend = ("Ours: mean ± sample sd over seeds [95 % t-interval of the mean, 3 or more seeds], in percent. "
+              "On examples: candidate minus reference, share of the same examples right, every seed pooled; "
+              "exact McNemar test. Over seeds: the metric's per-seed differences, mean ± sd [95 % t-interval], "
+              "paired t-test. Both Holm-corrected across this table; verdicts need 5 paired seeds and both "
+              "tests (`leaderboard/claims.py`).")
+    return "\n".join([*head, *lines, "", legend, "", "Records behind each claim:", "", *sources])
+
+
+def splice(page: str, text: str) -> str:
+    """The page with its claims block replaced, or inserted under its title."""
+    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)
+    block = f"{START}\n{text}\n{END}"
+    if pattern.search(page):
+        return pattern.sub(lambda m: block, page)
+    title, _, rest = page.partition("\n") if page.startswith("# ") else ("", "", page)
+    return (f"{title}\n\n" if title else "") + f"{block}\n\n{rest.lstrip()}"
+
+
+def study_table(study: Path) -> str:
+    records_dir = study / "records"
+    return render(measure(load_claims(study / "claims.toml"), load_records(records_dir), records_dir))
+
+
+def main(argv: list[str] | None = None) -> int:
+    studies = [Path(a) for a in (argv if argv is not None else sys.argv[1:])]
+    if not studies:
+        print("usage: python -m leaderboard.claims results/<study> [...]", file=sys.stderr)
+        return 2
+    for study in studies:
+        try:
+            table = study_table(study)
+        except BenchError as e:
+            print(f"claims: error: {e}", file=sys.stderr)
+            return 2
+        page = study / "findings.md"
+        write_atomic(page, splice(page.read_text() if page.is_file() else "", table))
+        print(f"claims table written to {page}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
