@@ -103,16 +103,22 @@ def run_jobs(jobs: dict[str, Job], out: Path, executor: str = "local", workers: 
     failed: dict[str, str] = {}
     outcomes: list[Outcome] = []
 
+    planned = {jid: i for i, jid in enumerate(jobs)}
+    waiting: list[Job] = []
+
     def ready() -> list[Job]:
-        """Jobs whose dependencies are done; those that need a failed job fail at once."""
-        out_jobs = []
+        """Every job whose dependencies are done, best first: seed by seed, and within a seed a
+        record before another build, so that a long sweep stopped part-way leaves complete seeds
+        and finished records rather than a pile of cached models. Jobs that need a failed job
+        fail at once. The caller takes what it can run now from the front."""
         for jid in sorter.get_ready():
             bad = [d for d in jobs[jid].deps if d in failed]
             if bad:
                 finish(Outcome(jid, False, 0.0, f"skipped: needs '{jobs[bad[0]].label}', which failed"))
             else:
-                out_jobs.append(jobs[jid])
-        return out_jobs
+                waiting.append(jobs[jid])
+        waiting.sort(key=lambda j: (j.spec.seed, j.kind != "evaluate", planned[j.id]))
+        return waiting
 
     def finish(o: Outcome) -> None:
         o = dataclasses.replace(o, label=jobs[o.job].label)
@@ -133,10 +139,9 @@ def run_jobs(jobs: dict[str, Job], out: Path, executor: str = "local", workers: 
 
 def _local(ready, sorter, jobs, out, threads, workers, ray_address, progress, forced, log) -> Iterator[Outcome]:
     while sorter.is_active():
-        batch = ready()
-        if not batch and sorter.is_active():
-            continue  # skipped jobs were finished inside ready(); their dependents come next
-        for job in batch:
+        queue = ready()
+        if queue:  # else skipped jobs were finished inside ready(); their dependents come next
+            job = queue.pop(0)
             yield execute(job, out, threads, progress, job.id in forced, log)
 
 
@@ -160,7 +165,9 @@ def _pool(ready, sorter, jobs, out, threads, workers, ray_address, progress, for
         running: dict[cf.Future, Job] = {}
         try:
             while sorter.is_active():
-                for job in ready():
+                queue = ready()
+                while queue and len(running) < workers:  # the rest wait: a finished job may free a better one
+                    job = queue.pop(0)
                     running[pool.submit(execute, job, out, threads, False, job.id in forced)] = job
                 if not running:
                     continue
@@ -192,7 +199,9 @@ def _ray(ready, sorter, jobs, out, threads, workers, ray_address, progress, forc
     try:
         running: dict = {}
         while sorter.is_active():
-            for job in ready():
+            queue = ready()
+            while queue:  # all of them, best first: Ray's scheduler places them on the cluster
+                job = queue.pop(0)
                 gpus = 1 if job.spec.device == "cuda" else 0
                 ref = remote.options(num_cpus=threads, num_gpus=gpus, max_retries=0).remote(job, out, threads, False, job.id in forced)
                 running[ref] = job

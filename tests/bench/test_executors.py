@@ -182,3 +182,17 @@ def test_pool_workers_end_when_their_sweep_is_killed(local_records, tmp_path):
     while time.time() < deadline and any(Path(f"/proc/{p}").exists() for p in children):
         time.sleep(0.5)
     assert not [p for p in children if Path(f"/proc/{p}").exists()], "pool workers outlived their sweep"
+
+
+def test_jobs_run_seed_by_seed_and_a_record_before_the_next_build(tmp_path, monkeypatch, run_spec):
+    """A long study stopped part-way leaves complete seeds and finished records."""
+    from bench.core import executors
+
+    specs = [run_spec(method=m, seed=s, **({"sparsity": 0.5} if m == "imp" else {})) for m in ("finetune", "imp")
+             for s in (1, 0)]
+    order = []
+    monkeypatch.setattr(executors, "execute",
+                        lambda job, *a, **k: order.append(job) or executors.Outcome(job.id, True, 0.0, ""))
+    run_jobs(plan(specs), tmp_path, log=lambda m: None)
+    assert [(j.spec.seed, j.kind, j.spec.method) for j in order] == [
+        (s, kind, m) for s in (0, 1) for m in ("finetune", "imp") for kind in ("build", "evaluate")]
