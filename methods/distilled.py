@@ -29,7 +29,7 @@ from typing import ClassVar
 import torch
 
 from bench.api import Candidate, Context, Method
-from bench.core.atomic import atomic_dir
+from bench.core.atomic import atomic_dir, exclusive
 from bench.data.corpus import cache_dir, corpus, held_out_texts
 from bench.errors import BenchError
 from bench.model.arch import keep_layers, layers, truncate
@@ -157,8 +157,9 @@ class Distilled(Method):
             texts, described, digest = _corpus(ctx.task, ctx.data_dir)
             digest = hashlib.sha256((digest + ctx.backbone.fingerprint()).encode()).hexdigest()[:12]
             out = cache_dir() / "students" / f"{keep}layer-{digest}"
-            if not (out / "quality.json").is_file():
-                distill_student(ctx.backbone, keep, texts, out, ctx.progress)
+            with exclusive(out):  # two seeds' builds at once distil it once
+                if not (out / "quality.json").is_file():
+                    distill_student(ctx.backbone, keep, texts, out, ctx.progress)
             source = Backbone(str(out), str(out), True)
             tok = load_tokenizer(source)
             model = load_classifier(source, len(ctx.task.labels), ctx.seed)

@@ -2,7 +2,9 @@
 
 Every writer stages under a unique temporary name beside the target and renames it, so two
 processes building the same artifact (two sweep workers, two users on one cache) never mix
-their files: the first rename wins and the other copy is dropped.
+their files: the first rename wins and the other copy is dropped. A one-time artifact that takes
+minutes to build (the masked-LM head, a distilled student) is also built under ``exclusive``,
+so that the second process waits for the first one's copy instead of building its own.
 """
 
 from __future__ import annotations
@@ -13,6 +15,11 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no lock; atomic_dir still keeps one whole copy
+    fcntl = None
 
 
 def write_atomic(path: Path, data: str | bytes) -> None:
@@ -62,3 +69,15 @@ def atomic_dir(final: Path) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
         if not final.is_dir():
             raise
+
+
+@contextlib.contextmanager
+def exclusive(target: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``target``'s lock file (``.<name>.lock`` beside it) for the
+    block: processes that would build the same artifact take turns, and the one that comes second
+    re-checks and finds it built. The operating system releases the lock when a process dies."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f".{target.name}.lock", "w") as fh:
+        if fcntl is not None:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        yield

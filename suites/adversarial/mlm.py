@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from bench.core.atomic import atomic_dir
+from bench.core.atomic import atomic_dir, exclusive
 from bench.data.corpus import cache_dir, corpus
 from bench.data.examples import Example
 from bench.data.hub import hub_reachable
@@ -53,8 +53,9 @@ def masked_lm(user_path: str, data_dir: Path | None, task_texts: list[str], prog
     except Exception:  # not cached and no network: the harness's own head on MiniLM
         pass
     texts, described, digest, out = _fallback(data_dir, task_texts, exclude)
-    if not (out / "quality.json").is_file():
-        build_minilm_mlm(texts, out, progress)
+    with exclusive(out):  # two sweep workers attacking at once build it once
+        if not (out / "quality.json").is_file():
+            build_minilm_mlm(texts, out, progress)
     quality = json.loads((out / "quality.json").read_text())
     model = AutoModelForMaskedLM.from_pretrained(out, local_files_only=True, use_safetensors=True)
     tok = AutoTokenizer.from_pretrained(out, local_files_only=True)

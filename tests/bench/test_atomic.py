@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.core.atomic import atomic_dir
+from bench.core.atomic import atomic_dir, exclusive
 
 
 def _slow_build(final: str, tag: str) -> None:
@@ -35,6 +35,32 @@ def test_two_builders_of_one_directory_leave_one_whole_copy(tmp_path):
     tags = {f.read_text() for f in final.iterdir()}
     assert sorted(f.name for f in final.iterdir()) == [f"part{i}.txt" for i in range(5)] and len(tags) == 1
     assert [p.name for p in final.parent.iterdir()] == ["artifact"]  # no temporary directory left
+
+
+def _build_once(final: str, log: str, start) -> None:
+    """What the masked-LM head and the distilled student do: check, lock, check again, build."""
+    target = Path(final)
+    start.wait()  # all processes arrive together
+    with exclusive(target):
+        if not (target / "done").is_file():
+            with open(log, "a") as fh:
+                fh.write(f"{os.getpid()}\n")
+            _slow_build(final, str(os.getpid()))
+            (target / "done").touch()
+
+
+def test_a_one_time_artifact_is_built_by_one_process_while_the_other_waits(tmp_path):
+    final, log = tmp_path / "cache" / "head", tmp_path / "builders.log"
+    ctx = multiprocessing.get_context("spawn")
+    start = ctx.Barrier(3)
+    procs = [ctx.Process(target=_build_once, args=(str(final), str(log), start)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0, 0]
+    assert len(log.read_text().split()) == 1  # without the lock each process builds its own
+    assert (final / "done").is_file()
 
 
 def test_a_failed_build_leaves_nothing(tmp_path):
