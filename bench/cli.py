@@ -74,7 +74,8 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("--markdown", action="store_true", help="as the Markdown reference (docs/reference.md)")
 
     lb = sub.add_parser("leaderboard", help="regenerate the Markdown leaderboard from records")
-    lb.add_argument("--out", default=DEFAULT_OUT, help="output directory whose records/ to read")
+    lb.add_argument("--out", action="append", help="output directory whose records/ to read (repeatable: one "
+                    "table per task across studies; default runs/)")
     lb.add_argument("--output", help="Markdown file to write (default: OUT/LEADERBOARD.md)")
 
     rs = sub.add_parser("rescore", help="recompute every metric of every record from its predictions and the data")
@@ -134,14 +135,19 @@ def reference_markdown() -> str:
     return "\n".join(out) + "\n"
 
 
-def write_leaderboard(out: Path, output: Path | None = None) -> Path:
-    """OUT/records (and OUT/references) -> Markdown; needs no torch."""
+def write_leaderboard(out: Path | list[Path], output: Path | None = None) -> Path:
+    """OUT/records (and OUT/references) -> Markdown; needs no torch. Several OUTs (studies)
+    give one table per task and backbone with every candidate of them all."""
     from bench.core.records import load_records, load_references, write_atomic
+    from bench.errors import BenchError
     from leaderboard.build import build
 
-    target = output or out / "LEADERBOARD.md"
-    write_atomic(target, build(load_records(out / "records"), markdown=target, references=load_references(out),
-                               records_dir=out / "records"))
+    outs = out if isinstance(out, list) else [out]
+    if len(outs) > 1 and output is None:
+        raise BenchError("several --out directories need --output FILE for their shared leaderboard")
+    target = output or outs[0] / "LEADERBOARD.md"
+    records = [r for o in outs for r in load_records(o / "records")]
+    write_atomic(target, build(records, markdown=target, references=[x for o in outs for x in load_references(o)]))
     return target
 
 
@@ -283,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
         elif a.cmd == "rescore":
             return cmd_rescore(a)
         elif a.cmd == "leaderboard":
-            path = write_leaderboard(Path(a.out), Path(a.output) if a.output else None)
+            path = write_leaderboard([Path(o) for o in a.out or [DEFAULT_OUT]], Path(a.output) if a.output else None)
             print(path.read_text())
             print(f"written to {path}", file=sys.stderr)
         else:

@@ -159,15 +159,16 @@ def _reference(candidates: list[Candidate], records: list[Record]) -> Candidate 
     return next((c for c in candidates if c.label == REFERENCE_LABEL and c.target is None and not c.variant), None)
 
 
-def _rows(rec: Record, records_dir: Path | None, loaded: dict[str, list[dict]]) -> list[dict]:
-    """A record's predictions, read once per leaderboard ([] when they were not kept)."""
+def _rows(rec: Record, loaded: dict[str, list[dict]]) -> list[dict]:
+    """A record's predictions, read once per leaderboard ([] when they were not kept, or the
+    record was not read from a directory)."""
     if rec.run_id not in loaded:
-        kept = records_dir is not None and rec.predictions and (records_dir / rec.predictions).resolve().is_file()
-        loaded[rec.run_id] = load_predictions(records_dir, rec) if kept else []
+        kept = rec.where is not None and rec.predictions and (rec.where / rec.predictions).resolve().is_file()
+        loaded[rec.run_id] = load_predictions(rec.where, rec) if kept else []
     return loaded[rec.run_id]
 
 
-def _outcomes(c: Candidate, column: Column, records_dir: Path | None, loaded: dict[str, list[dict]]) -> dict[tuple, bool]:
+def _outcomes(c: Candidate, column: Column, loaded: dict[str, list[dict]]) -> dict[tuple, bool]:
     """(seed, set, example id) -> right or not, from the predictions of the records holding
     ``column``; {} when they were not kept."""
     out: dict[tuple, bool] = {}
@@ -175,25 +176,25 @@ def _outcomes(c: Candidate, column: Column, records_dir: Path | None, loaded: di
         rec = c.record(s, column.key)
         if rec is None:
             continue
-        for row in _rows(rec, records_dir, loaded):
+        for row in _rows(rec, loaded):
             right = row.get("correct", row["gold"] == row.get("pred") if "result" not in row else None)
             if row["set"] in column.rows and right is not None:  # rows before issue 25 have no 'correct'
                 out[(s, row["set"], row["uid"])] = bool(right)
     return out
 
 
-def _tests(candidates: list[Candidate], columns: list[Column], ref: Candidate | None, records_dir: Path | None) -> list[Test]:
+def _tests(candidates: list[Candidate], columns: list[Column], ref: Candidate | None) -> list[Test]:
     if ref is None:
         return []
     tests, loaded = [], {}
     for col in (c for c in columns if c.rows and c.table == "main"):
-        base = _outcomes(ref, col, records_dir, loaded)
+        base = _outcomes(ref, col, loaded)
         if not base:
             continue
         for cand in candidates:
             if cand is ref or cand.degenerate:
                 continue
-            mine = _outcomes(cand, col, records_dir, loaded)
+            mine = _outcomes(cand, col, loaded)
             pairs = [(mine[k], base[k]) for k in mine if k in base]
             if pairs:
                 p, b, c = mcnemar(pairs)
@@ -203,7 +204,7 @@ def _tests(candidates: list[Candidate], columns: list[Column], ref: Candidate | 
     return tests
 
 
-def sections(records: list[Record], references: list[Reference] = (), records_dir: Path | None = None) -> list[Section]:
+def sections(records: list[Record], references: list[Reference] = ()) -> list[Section]:
     by_table: dict[tuple, list[Record]] = defaultdict(list)
     for r in records:
         by_table[(r.task, r.backbone)].append(r)
@@ -217,7 +218,7 @@ def sections(records: list[Record], references: list[Reference] = (), records_di
         columns = _columns(rs)
         reference = _reference(cands, rs)
         out.append(Section(key[0], key[1], rs, cands, columns, reference,
-                           _tests(cands, columns, reference, records_dir), refs.get(key, [])))
+                           _tests(cands, columns, reference), refs.get(key, [])))
     return out
 
 
@@ -331,11 +332,10 @@ def _legend(sec: Section) -> str:
             "per-example outcomes of every seed pooled, Holm-corrected across this table's tests, p < 0.05.")
 
 
-def build(records: list[Record], markdown: Path | None = None, references: list[Reference] = (),
-          records_dir: Path | None = None) -> str:
+def build(records: list[Record], markdown: Path | None = None, references: list[Reference] = ()) -> str:
     """The leaderboard Markdown; with ``markdown`` (where it will be written), the sparsity
-    plots are written to ``plots/`` beside it and linked; with ``records_dir``, the paired tests
-    read the records' predictions."""
+    plots are written to ``plots/`` beside it and linked. The paired tests read each record's
+    predictions from where the record was read (records of several studies can share a table)."""
     out = [
         "# Leaderboard",
         "",
@@ -350,7 +350,7 @@ def build(records: list[Record], markdown: Path | None = None, references: list[
         "less those zeros.",
         "",
     ]
-    for sec in sections(records, references, records_dir):
+    for sec in sections(records, references):
         out += [f"## {sec.task} — backbone `{sec.backbone}`", ""]
         if not sec.records:
             out += ["No runs yet, published numbers only.", "", main_table(sec).to_markdown(index=False, disable_numparse=True), ""]

@@ -142,19 +142,19 @@ def load_claims(path: Path) -> list[Claim]:
     return out
 
 
-def _outcomes(cand: Candidate, claim: Claim, rows: tuple[str, ...], records_dir: Path, loaded: dict) -> dict[tuple, bool]:
+def _outcomes(cand: Candidate, claim: Claim, rows: tuple[str, ...], loaded: dict) -> dict[tuple, bool]:
     out = {}
     for s in cand.seeds:
         rec = cand.record(s, claim.metric)
-        for row in _rows(rec, records_dir, loaded) if rec else []:
+        for row in _rows(rec, loaded) if rec else []:
             right = row.get("correct")
             if row["set"] in rows and right is not None and (not claim.gold or row["gold"] in claim.gold):
                 out[(s, row["set"], row["uid"])] = bool(right)
     return out
 
 
-def measure(claims: list[Claim], records: list[Record], records_dir: Path) -> list[Result]:
-    secs = sections(records, records_dir=records_dir)
+def measure(claims: list[Claim], records: list[Record]) -> list[Result]:
+    secs = sections(records)
     results, loaded = [], {}
     for claim in claims:
         sec = next((s for s in secs if not claim.task or s.task == claim.task), None)
@@ -175,7 +175,7 @@ def measure(claims: list[Claim], records: list[Record], records_dir: Path) -> li
             res.problem = f"no metric {claim.metric}"
             continue
         rows = (claim.set,) if claim.set else tuple(column.rows)
-        mine, base = (_outcomes(c, claim, rows, records_dir, loaded) for c in (cand, ref))
+        mine, base = (_outcomes(c, claim, rows, loaded) for c in (cand, ref))
         keys = [k for k in mine if k in base]
         res.seeds = sorted({k[0] for k in keys})
         res.pairs = len(keys)
@@ -241,8 +241,7 @@ def splice(page: str, text: str) -> str:
 
 
 def study_table(study: Path) -> str:
-    records_dir = study / "records"
-    return render(measure(load_claims(study / "claims.toml"), load_records(records_dir), records_dir))
+    return render(measure(load_claims(study / "claims.toml"), load_records(study / "records")))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,7 +22,7 @@ TIMED = ("ex/s", "speed-up", "ms bs1")
 
 def render(results: Path) -> str:
     records = load_records(results / STUDY / "records")
-    sec = sections(records, records_dir=results / STUDY / "records")[0]
+    sec = sections(records)[0]
     df = main_table(sec)
     df = df[[c for c in df.columns if not c.startswith(TIMED)]]
     ood = dict(details_tables(sec)).get("OOD")  # the HANS-like cells by gold label: where a shortcut shows

@@ -93,10 +93,14 @@ class Record:
     predictions_sha256: str = ""
     columns: list[dict] = field(default_factory=list)  # Column.to_dict() of every metric, as declared
     schema_version: int = SCHEMA_VERSION
+    # the directory the record was read from (not stored): where its predictions path starts, so
+    # that records of several studies can share one table
+    where: Path | None = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> str:
         """Strict JSON: non-finite numbers (an undefined F_bias) are written as null."""
-        return json.dumps(_finite(asdict(self)), indent=1, sort_keys=True, allow_nan=False, default=str)  # paths as text
+        data = {k: v for k, v in asdict(self).items() if k != "where"}
+        return json.dumps(_finite(data), indent=1, sort_keys=True, allow_nan=False, default=str)  # paths as text
 
 
 def _finite(obj):
@@ -116,7 +120,7 @@ def load_record(path: Path) -> Record:
             raise BenchError(f"{path}: not a run record (a JSON object is expected)")
         if data.get("schema_version") != SCHEMA_VERSION:
             raise BenchError(f"{path}: record schema {data.get('schema_version')} is not {SCHEMA_VERSION}")
-        return Record(**data)
+        return Record(**data, where=path.parent)
     except (OSError, ValueError, TypeError) as e:
         raise BenchError(f"{path}: not a readable run record ({e})") from e
 

@@ -189,8 +189,9 @@ def test_rank_marks_only_what_a_paired_test_finds(tmp_path):
             rows = [{"set": "hans_synth", "uid": f"u{i}", "gold": 1, "pred": int(ok), "correct": ok} for i, ok in enumerate(right)]
             r.predictions, r.predictions_sha256 = write_predictions(out, r.run_id, rows)
             r.reference = f"finetune (ce)-{seed}-None"
+            r.where = out / "records"
             recs.append(r)
-    md = build(recs, records_dir=out / "records")
+    md = build(recs)
     rank = {ln.split("|")[2].strip(): ln.split("|")[1].strip() for ln in md.splitlines()
             if "(ce)" in ln and ln.startswith("| ") and "±" in ln}
     assert rank["big (ce)"] == "1 ▲" and rank["small (ce)"] == "2" and rank["finetune (ce)"] == "3 (ref)"
@@ -204,3 +205,27 @@ def test_the_sparsity_pattern_reads_distilbert_names_too():
              ("attention.q_lin", "attention.k_lin", "attention.v_lin", "attention.out_lin", "ffn.lin1", "ffn.lin2")]
     grid = pattern({n: k / 18 for k, n in enumerate(names)})
     assert grid.shape == (3, 6) and grid[2, 5] == 17 / 18 and grid[1, 4] == 10 / 18
+
+
+def test_studies_in_several_directories_share_one_table_with_their_paired_tests(tmp_path):
+    """Issue 27, item 5: one cross-study table per task. The quickstart's records split over two
+    study folders give the quickstart's own leaderboard, paired tests included."""
+    import json
+    import shutil
+
+    from bench.cli import main
+
+    study = Path(__file__).resolve().parents[2] / "results" / "quickstart"
+    for rec in (study / "records").glob("*.json"):
+        half = tmp_path / ("a" if json.loads(rec.read_text())["method"] == "finetune" else "b")
+        (half / "records").mkdir(parents=True, exist_ok=True)
+        (half / "predictions").mkdir(exist_ok=True)
+        shutil.copy(rec, half / "records")
+        pred = json.loads(rec.read_text())["predictions"]
+        shutil.copy((study / "records" / pred).resolve(), half / "predictions")
+    out = tmp_path / "both.md"
+    assert main(["leaderboard", "--out", str(tmp_path / "a"), "--out", str(tmp_path / "b"), "--output", str(out)]) == 0
+    committed = (study / "LEADERBOARD.md").read_text().split("\n## ", 1)[1]
+    assert out.read_text().split("\n## ", 1)[1].split("![")[0] == committed.split("![")[0]
+    assert "Paired tests" in committed
+    assert main(["leaderboard", "--out", str(tmp_path / "a"), "--out", str(tmp_path / "b")]) == 2

@@ -26,8 +26,9 @@ def _study(tmp_path, seeds, new_right, old_right=50):
             r = _rec(label, seed, None, 0.9, right / 100, 1.0)
             rows = [{"set": "hans_synth", "uid": f"u{i}", "gold": i % 2, "pred": 0, "correct": i < right} for i in range(100)]
             r.predictions, r.predictions_sha256 = write_predictions(out, r.run_id, rows)
+            r.where = out / "records"
             recs.append(r)
-    return recs, out / "records"
+    return recs
 
 
 @pytest.mark.parametrize(("new_right", "direction", "verdict"), [
@@ -38,28 +39,28 @@ def _study(tmp_path, seeds, new_right, old_right=50):
     ([70, 72, 68], "higher", "inconclusive (3 seeds)"),
 ])
 def test_the_verdict_follows_the_rule(tmp_path, new_right, direction, verdict):
-    recs, records_dir = _study(tmp_path, len(new_right), new_right)
-    (res,) = measure([_claim(direction)], recs, records_dir)
+    recs = _study(tmp_path, len(new_right), new_right)
+    (res,) = measure([_claim(direction)], recs)
     assert res.verdict == verdict
     assert res.pairs == 100 * len(new_right)
 
 
 def test_a_missing_or_degenerate_side_is_not_tested(tmp_path):
-    recs, records_dir = _study(tmp_path, 5, [70] * 5)
-    (res,) = measure([_claim(label="absent (ce)")], recs, records_dir)
+    recs = _study(tmp_path, 5, [70] * 5)
+    (res,) = measure([_claim(label="absent (ce)")], recs)
     assert res.verdict == "not tested: no records of absent (ce)"
     for r in recs:
         if r.label == "new (ce)":
             r.degenerate = "predicts one class for 99 % of the test set"
-    (res,) = measure([_claim()], recs, records_dir)
+    (res,) = measure([_claim()], recs)
     assert res.verdict.startswith("not tested: new (ce) did not learn the task")
 
 
 def test_a_gold_filter_pairs_only_those_examples(tmp_path):
-    recs, records_dir = _study(tmp_path, 5, [70] * 5)
+    recs = _study(tmp_path, 5, [70] * 5)
     import dataclasses
 
-    (res,) = measure([dataclasses.replace(_claim(), gold=(1,))], recs, records_dir)
+    (res,) = measure([dataclasses.replace(_claim(), gold=(1,))], recs)
     assert res.pairs == 5 * 50
 
 
