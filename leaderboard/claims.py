@@ -23,7 +23,9 @@ The verdict:
   direction;
 - ``opposite``: the same, against it;
 - ``not at this scale``: 5 or more paired seeds and neither test significant;
-- ``varies by seed``: the example test is significant, the seed test is not (or they disagree);
+- ``varies by seed``: the example test is significant, the seed test is not;
+- ``inconclusive (tests disagree)``: only the seed test is significant, or the two point in
+  opposite directions;
 - ``inconclusive (k seeds)``: fewer than 5 paired seeds (DESIGN: a finding that rests on a
   difference of a few points needs 5 seeds and a paired test);
 - ``not tested: ...``: a side has no records, or one of them did not learn its task.
@@ -44,6 +46,7 @@ Example (``results/quickstart/claims.toml``)::
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 import tomllib
@@ -112,15 +115,16 @@ class Result:
             return f"not tested: {self.problem}"
         if len(self.seeds) < SEEDS_FOR_A_FINDING:
             return f"inconclusive ({len(self.seeds)} seed{'s' * (len(self.seeds) != 1)})"
-        want = self.claim.direction == "higher"
-        examples = self.p_holm < ALPHA
-        seeds = self.seed_p_holm < ALPHA
+        examples, seeds = self.p_holm < ALPHA, self.seed_p_holm < ALPHA
         if not examples and not seeds:
             return "not at this scale"
-        same_sign = (self.delta > 0) == (float(np.mean(self.seed_deltas)) > 0)
-        if examples and seeds and same_sign:
-            return "reproduced" if (self.delta > 0) == want else "opposite"
-        return "varies by seed"
+        if examples and not seeds:
+            return "varies by seed"
+        if seeds and not examples:
+            return "inconclusive (tests disagree)"
+        if (self.delta > 0) != (float(np.mean(self.seed_deltas)) > 0):
+            return "inconclusive (tests disagree)"
+        return "reproduced" if (self.delta > 0) == (self.claim.direction == "higher") else "opposite"
 
 
 def load_claims(path: Path) -> list[Claim]:
@@ -142,25 +146,43 @@ def load_claims(path: Path) -> list[Claim]:
     return out
 
 
-def _outcomes(cand: Candidate, claim: Claim, rows: tuple[str, ...], loaded: dict) -> dict[tuple, bool]:
+def _outcomes(cand: Candidate, claim: Claim, rows: tuple[str, ...], seeds: list[int], loaded: dict) -> dict[tuple, bool]:
     out = {}
-    for s in cand.seeds:
-        rec = cand.record(s, claim.metric)
-        for row in _rows(rec, loaded) if rec else []:
-            right = row.get("correct")
+    for s in seeds:
+        for row in _rows(cand.record(s, claim.metric), loaded):
+            right = row.get("correct", row["gold"] == row.get("pred") if "result" not in row else None)
             if row["set"] in rows and right is not None and (not claim.gold or row["gold"] in claim.gold):
                 out[(s, row["set"], row["uid"])] = bool(right)
     return out
+
+
+def _value(cand: Candidate, seed: int, metric: str) -> float | None:
+    rec = cand.record(seed, metric)
+    v = rec.metrics.get(metric) if rec else None
+    return float(v) if isinstance(v, int | float) and math.isfinite(v) else None
+
+
+def _section(claim: Claim, secs: list) -> tuple:
+    """The table (task, backbone) holding both sides of the claim, and the two candidates."""
+    found = []
+    for sec in secs:
+        if claim.task and sec.task != claim.task:
+            continue
+        cand = next((c for c in sec.candidates if claim.candidate.matches(c)), None)
+        ref = next((c for c in sec.candidates if claim.reference.matches(c)), None)
+        found.append((sec, cand, ref))
+    both = [f for f in found if f[1] and f[2]]
+    if len(both) > 1:
+        raise BenchError(f"claim '{claim.claim}' matches candidates in {len(both)} tables "
+                         f"({', '.join(f'{f[0].task}/{f[0].backbone}' for f in both)}): name its task")
+    return both[0] if both else max(found, key=lambda f: (f[1] is not None) + (f[2] is not None), default=(None, None, None))
 
 
 def measure(claims: list[Claim], records: list[Record]) -> list[Result]:
     secs = sections(records)
     results, loaded = [], {}
     for claim in claims:
-        sec = next((s for s in secs if not claim.task or s.task == claim.task), None)
-        cands = sec.candidates if sec else []
-        cand = next((c for c in cands if claim.candidate.matches(c)), None)
-        ref = next((c for c in cands if claim.reference.matches(c)), None)
+        sec, cand, ref = _section(claim, secs)
         res = Result(claim, cand, ref)
         results.append(res)
         missing = [str(s) for s, c in ((claim.candidate, cand), (claim.reference, ref)) if c is None]
@@ -174,18 +196,22 @@ def measure(claims: list[Claim], records: list[Record]) -> list[Result]:
         if column is None:
             res.problem = f"no metric {claim.metric}"
             continue
+        if column.kind != "percent" or not (claim.set or column.rows):
+            raise BenchError(f"claim '{claim.claim}': {claim.metric} is not an accuracy over named examples (kind "
+                             f"{column.kind}, sets {list(column.rows) or 'none'}); a claims table pairs per-example "
+                             "outcomes, so claim an accuracy (with `set` for a mean of cells)")
         rows = (claim.set,) if claim.set else tuple(column.rows)
-        mine, base = (_outcomes(c, claim, rows, loaded) for c in (cand, ref))
+        res.seeds = [s for s in sorted(set(cand.seeds) & set(ref.seeds))
+                     if _value(cand, s, claim.metric) is not None and _value(ref, s, claim.metric) is not None]
+        mine, base = (_outcomes(c, claim, rows, res.seeds, loaded) for c in (cand, ref))
         keys = [k for k in mine if k in base]
-        res.seeds = sorted({k[0] for k in keys})
         res.pairs = len(keys)
         if not keys:
             res.problem = "no per-example predictions on the same examples"
             continue
         res.p, b, c = mcnemar([(mine[k], base[k]) for k in keys])
         res.delta = (b - c) / len(keys)
-        res.seed_deltas = [cand.record(s, claim.metric).metrics[claim.metric] - ref.record(s, claim.metric).metrics[claim.metric]
-                           for s in res.seeds]
+        res.seed_deltas = [_value(cand, s, claim.metric) - _value(ref, s, claim.metric) for s in res.seeds]
         res.seed_p = paired_t(res.seed_deltas)
     tested = [r for r in results if not r.problem]
     for r, adjusted, seed_adjusted in zip(tested, holm([r.p for r in tested]), holm([r.seed_p for r in tested]), strict=True):
@@ -214,17 +240,19 @@ def render(results: list[Result]) -> str:
     lines, sources = [], []
     for i, r in enumerate(results, 1):
         c = r.claim
-        ours = [fmt(x.values(c.metric)) if x else "–" for x in (r.cand, r.ref)]
+        seeds = r.seeds or sorted({s for x in (r.cand, r.ref) if x for s in x.seeds})
+        ours = [fmt([_value(x, s, c.metric) for s in seeds]) if x else "–" for x in (r.cand, r.ref)]
         on_examples = "–" if r.problem else f"{100 * r.delta:+.1f} pts, {r.pairs} pairs, p {_p(r.p)}, Holm {_p(r.p_holm)}"
         over_seeds = "–" if r.problem else (f"{fmt(r.seed_deltas)} pts ({len(r.seeds)} seeds), "
                                             f"p {_p(r.seed_p)}, Holm {_p(r.seed_p_holm)}")
         lines.append(f"| {i} | {c.claim} ({c.paper}) | {c.published} | {c.candidate}: {ours[0]} | "
                      f"{c.reference}: {ours[1]} | {on_examples} | {over_seeds} | **{r.verdict}** |")
-        ids = [rec.run_id for x in (r.cand, r.ref) if x for rec in x.records if c.metric in rec.metrics]
+        ids = [rec.run_id for x in (r.cand, r.ref) if x for s in seeds if (rec := x.record(s, c.metric))]
         sources.append(f"{i}. " + (", ".join(f"[`{rid[-12:]}`](records/{rid}.json)" for rid in ids) or "none"))
-    legend = ("Ours: mean ± sample sd over seeds [95 % t-interval of the mean, 3 or more seeds], in percent. "
+    legend = ("Ours: mean ± sample sd over the seeds both sides have [95 % interval of the mean: Student t from 3 "
+              "seeds, BCa bootstrap from 10], in percent. "
               "On examples: candidate minus reference, share of the same examples right, every seed pooled; "
-              "exact McNemar test. Over seeds: the metric's per-seed differences, mean ± sd [95 % t-interval], "
+              "exact McNemar test. Over seeds: the metric's per-seed differences, mean ± sd [95 % interval], "
               "paired t-test. Both Holm-corrected across this table; verdicts need 5 paired seeds and both "
               "tests (`leaderboard/claims.py`).")
     return "\n".join([*head, *lines, "", legend, "", "Records behind each claim:", "", *sources])

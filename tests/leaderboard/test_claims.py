@@ -84,3 +84,20 @@ def test_the_table_goes_under_the_title_and_is_replaced_in_place():
 def test_each_committed_claims_table_is_what_its_records_give(study):
     page = (study / "findings.md").read_text()
     assert splice(page, study_table(study)) == page, f"{study.name}: python -m leaderboard.claims {study.relative_to(ROOT)}"
+
+
+def test_a_claim_on_a_metric_that_is_not_an_accuracy_over_examples_is_refused(tmp_path):
+    import dataclasses
+
+    from bench.errors import BenchError
+
+    recs = _study(tmp_path, 5, [70] * 5)
+    with pytest.raises(BenchError, match="not an accuracy over named examples"):
+        measure([dataclasses.replace(_claim(), metric="f_bias/hans")], recs)
+
+
+def test_only_seeds_both_sides_have_are_compared(tmp_path):
+    recs = _study(tmp_path, 6, [70] * 6)
+    recs = [r for r in recs if not (r.label == "finetune (ce)" and r.seed == 5)]
+    (res,) = measure([_claim()], recs)
+    assert res.seeds == [0, 1, 2, 3, 4] and res.pairs == 500 and len(res.seed_deltas) == 5
