@@ -243,7 +243,7 @@ def render(results: list[Result]) -> str:
         seeds = r.seeds or sorted({s for x in (r.cand, r.ref) if x for s in x.seeds})
         ours = [fmt([_value(x, s, c.metric) for s in seeds]) if x else "–" for x in (r.cand, r.ref)]
         on_examples = "–" if r.problem else f"{100 * r.delta:+.1f} pts, {r.pairs} pairs, p {_p(r.p)}, Holm {_p(r.p_holm)}"
-        over_seeds = "–" if r.problem else (f"{fmt(r.seed_deltas)} pts ({len(r.seeds)} seeds), "
+        over_seeds = "–" if r.problem else (f"{fmt(r.seed_deltas)} pts ({len(r.seeds)} seed{'s' * (len(r.seeds) != 1)}), "
                                             f"p {_p(r.seed_p)}, Holm {_p(r.seed_p_holm)}")
         lines.append(f"| {i} | {c.claim} ({c.paper}) | {c.published} | {c.candidate}: {ours[0]} | "
                      f"{c.reference}: {ours[1]} | {on_examples} | {over_seeds} | **{r.verdict}** |")
