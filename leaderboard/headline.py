@@ -1,21 +1,27 @@
-"""The README's headline table, generated from committed records: ``python -m leaderboard.headline``.
+"""The README's generated tables: ``python -m leaderboard.headline``.
 
-It is the main table of ``results/quickstart`` (README command 1's comparison on the embedded
-default), without timing columns, whose values vary from machine to machine. A test fails when
-the README's copy differs from what the records give.
+The headline is the main table of ``results/quickstart`` (README command 1's comparison on the
+embedded default), without timing columns, whose values vary from machine to machine. The
+studies table has one row per ``results/<study>`` folder: its findings page, how many records
+it holds over which seeds, how many keep their per-example predictions (the re-scorable ones)
+and the verdicts of its claims table (``leaderboard.claims``). A test fails when the README's
+copies differ from what the records give, so no verdict or count is typed by hand.
 """
 
 from __future__ import annotations
 
 import re
 import sys
+from collections import Counter
 from pathlib import Path
 
 from bench.core.atomic import write_atomic
 from bench.core.records import load_records
-from leaderboard.build import details_tables, main_table, sections
+from leaderboard.build import main_table, sections
+from leaderboard.claims import load_claims, measure
 
 START, END = "<!-- headline:start -->", "<!-- headline:end -->"
+STUDIES_START, STUDIES_END = "<!-- studies:start -->", "<!-- studies:end -->"
 STUDY = "quickstart"
 TIMED = ("ex/s", "speed-up", "ms bs1")
 
@@ -25,19 +31,49 @@ def render(results: Path) -> str:
     sec = sections(records)[0]
     df = main_table(sec)
     df = df[[c for c in df.columns if not c.startswith(TIMED)]]
-    ood = dict(details_tables(sec)).get("OOD")  # the HANS-like cells by gold label: where a shortcut shows
     task = records[0].task if records else "?"
     return (f"Task `{task}`, backbone `{records[0].backbone if records else '?'}`, {len(records)} records "
             f"([full table](results/{STUDY}/LEADERBOARD.md), [findings](results/{STUDY}/findings.md)):\n\n"
-            + df.to_markdown(index=False, disable_numparse=True)
-            + ("" if ood is None else "\n\n" + ood.to_markdown(index=False, disable_numparse=True)))
+            + df.to_markdown(index=False, disable_numparse=True))
 
 
-def splice(readme: str, text: str) -> str:
-    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)
+def _group(verdict: str) -> str:
+    """A verdict without its per-claim detail: "not tested: <why>" and "inconclusive (k seeds)"."""
+    if verdict.startswith("not tested"):
+        return "not tested"
+    return re.sub(r"^inconclusive \(\d+ seeds?\)$", "inconclusive (< 5 seeds)", verdict)
+
+
+def _verdicts(study: Path, records) -> str:
+    if not (study / "claims.toml").is_file():
+        return "no claims table yet"
+    counts = Counter(_group(r.verdict) for r in measure(load_claims(study / "claims.toml"), records))
+    return ", ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def render_studies(results: Path) -> str:
+    lines = ["| study | findings | records | seeds | with predictions kept | claims |", "|---|---|---|---|---|---|"]
+    for study in sorted(p for p in results.iterdir() if (p / "findings.md").is_file()):
+        records = load_records(study / "records") if (study / "records").is_dir() else []
+        title = (study / "findings.md").read_text().partition("\n")[0].removeprefix("# ").strip()
+        seeds = ",".join(str(s) for s in sorted({r.seed for r in records})) or "–"
+        kept = sum(bool(r.predictions) and (r.where / r.predictions).is_file() for r in records)
+        lines.append(f"| {study.name} | [{title}](results/{study.name}/findings.md) | {len(records)} | {seeds} | "
+                     f"{kept} | {_verdicts(study, records)} |")
+    return "\n".join(lines)
+
+
+def splice(readme: str, text: str, start: str = START, end: str = END) -> str:
+    pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
     if not pattern.search(readme):
-        raise SystemExit(f"README.md has no {START} ... {END} block")
-    return pattern.sub(lambda m: f"{START}\n{text}\n{END}", readme)
+        raise SystemExit(f"README.md has no {start} ... {end} block")
+    return pattern.sub(lambda m: f"{start}\n{text}\n{end}", readme)
+
+
+def generate(readme: str, results: Path) -> str:
+    """The README with both generated blocks rewritten from ``results``."""
+    readme = splice(readme, render(results))
+    return splice(readme, render_studies(results), STUDIES_START, STUDIES_END)
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,7 +81,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def main(root: Path = ROOT) -> int:
     readme = root / "README.md"
-    write_atomic(readme, splice(readme.read_text(), render(root / "results")))
+    write_atomic(readme, generate(readme.read_text(), root / "results"))
     print(f"headline written to {readme}", file=sys.stderr)
     return 0
 

@@ -18,12 +18,21 @@ def test_the_reference_page_is_what_bench_ls_prints():
         "docs/reference.md is out of date: python -m bench ls --markdown > docs/reference.md")
 
 
-def test_the_readme_headline_is_generated_from_the_committed_records():
-    from leaderboard.headline import render, splice
+def test_the_readme_headline_and_studies_are_generated_from_the_committed_records():
+    from leaderboard.headline import generate
 
     readme = (ROOT / "README.md").read_text()
-    assert splice(readme, render(ROOT / "results")) == readme, (
-        "README.md's headline is out of date: python -m leaderboard.headline")
+    assert generate(readme, ROOT / "results") == readme, (
+        "README.md's headline or studies table is out of date: python -m leaderboard.headline")
+
+
+def test_the_studies_table_groups_verdicts_without_their_detail():
+    from leaderboard.headline import _group
+
+    assert _group("not tested: no records of imp (ce) 50%") == "not tested"
+    assert _group("inconclusive (1 seed)") == _group("inconclusive (3 seeds)") == "inconclusive (< 5 seeds)"
+    assert _group("inconclusive (tests disagree)") == "inconclusive (tests disagree)"
+    assert _group("reproduced") == "reproduced"
 
 
 def test_the_readme_is_a_front_door():
