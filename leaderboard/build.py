@@ -31,7 +31,7 @@ import pandas as pd
 
 from bench.core.records import Column, Record, Reference, load_predictions
 from leaderboard.plot import heatmap, plot
-from leaderboard.stats import ALPHA, fmt, holm, mcnemar
+from leaderboard.stats import ALPHA, MIN_SEEDS_FOR_INTERVAL, fmt, holm, mcnemar, paired_t
 
 SHOWN_IN_LABEL = ("loss", "rewind", "paradigm", "retrain_loss", "ticket")  # already part of the method's label
 SCALE = {"percent": (100.0, 1), "ratio": (1.0, 2), "number": (1.0, 1)}
@@ -100,8 +100,18 @@ class Test:
     column: Column
     pairs: int
     delta: float  # candidate minus reference, share of paired examples right
-    p: float
+    p: float  # exact McNemar on the examples of every seed pooled
+    seed_deltas: list[float] = field(default_factory=list)  # the column's per-seed differences
+    seed_p: float = 1.0  # paired t over those seeds
     p_holm: float = 1.0
+    seed_p_holm: float = 1.0
+
+    @property
+    def significant(self) -> bool:
+        """Both tests (Holm) in the same direction, from 3 paired seeds: a difference on the
+        examples that the variation between training runs does not explain."""
+        return (self.p_holm < ALPHA and len(self.seed_deltas) >= MIN_SEEDS_FOR_INTERVAL and self.seed_p_holm < ALPHA
+                and (self.delta > 0) == (float(np.mean(self.seed_deltas)) > 0))
 
 
 @dataclass
@@ -198,10 +208,18 @@ def _tests(candidates: list[Candidate], columns: list[Column], ref: Candidate | 
             pairs = [(mine[k], base[k]) for k in mine if k in base]
             if pairs:
                 p, b, c = mcnemar(pairs)
-                tests.append(Test(cand, col, len(pairs), (b - c) / len(pairs), p))
-    for t, adjusted in zip(tests, holm([t.p for t in tests]), strict=True):
-        t.p_holm = adjusted
+                deltas = [mine_v - ref_v for s in sorted(set(cand.seeds) & set(ref.seeds))
+                          if (mine_v := _metric(cand, s, col.key)) is not None and (ref_v := _metric(ref, s, col.key)) is not None]
+                tests.append(Test(cand, col, len(pairs), (b - c) / len(pairs), p, deltas, paired_t(deltas)))
+    for t, adjusted, seed_adjusted in zip(tests, holm([t.p for t in tests]), holm([t.seed_p for t in tests]), strict=True):
+        t.p_holm, t.seed_p_holm = adjusted, seed_adjusted
     return tests
+
+
+def _metric(c: Candidate, seed: int, key: str) -> float | None:
+    rec = c.record(seed, key)
+    v = rec.metrics.get(key) if rec else None
+    return float(v) if isinstance(v, int | float) and math.isfinite(v) else None
 
 
 def sections(records: list[Record], references: list[Reference] = ()) -> list[Section]:
@@ -246,7 +264,7 @@ def ranks(sec: Section) -> dict[int, str]:
     ranked = sorted((c for c in sec.candidates if not c.degenerate and not math.isnan(_mean(c, col))),
                     key=lambda c: -sign * _mean(c, col))
     marks = {id(t.candidate): ("▲" if t.delta * sign > 0 else "▼") for t in sec.tests
-             if t.column.key == col.key and t.p_holm < ALPHA}
+             if t.column.key == col.key and t.significant}
     out = {id(c): f"{i}{' ' + marks[id(c)] if id(c) in marks else ''}" for i, c in enumerate(ranked, 1)}
     if sec.reference is not None and id(sec.reference) in out:
         out[id(sec.reference)] += " (ref)"
@@ -301,8 +319,9 @@ def tests_table(sec: Section) -> pd.DataFrame | None:
     for t in sec.tests:
         row = rows.setdefault(id(t.candidate), {"method": t.candidate.name, "sparsity": f"{t.candidate.target:.0%}"
                                                 if t.candidate.target is not None else "dense"})
-        mark = " ✓" if t.p_holm < ALPHA else ""
-        row[t.column.label] = f"{100 * t.delta:+.1f} (p={t.p_holm:.2g}, n={t.pairs}){mark}"
+        mark = " ✓" if t.significant else ""
+        row[t.column.label] = (f"{100 * t.delta:+.1f} (p={t.p_holm:.2g}, n={t.pairs}; seeds p={t.seed_p_holm:.2g}, "
+                               f"k={len(t.seed_deltas)}){mark}")
     return pd.DataFrame([{k: r.get(k, "") for k in ["method", "sparsity", *cols]} for r in rows.values()])
 
 
@@ -328,8 +347,9 @@ def _header(sec: Section) -> list[str]:
 def _legend(sec: Section) -> str:
     ref = sec.reference.name if sec.reference else "none in this table"
     primary = f"Ranked by {sec.primary.label} (mean over seeds)" if sec.primary else "Not ranked (no primary column)"
-    return (f"{primary}; ▲ / ▼: significantly above / below the reference ({ref}) on it, exact McNemar test on the "
-            "per-example outcomes of every seed pooled, Holm-corrected across this table's tests, p < 0.05.")
+    return (f"{primary}; ▲ / ▼: significantly above / below the reference ({ref}) on it by both paired tests, "
+            "each Holm-corrected across this table's tests, p < 0.05, from 3 paired seeds: the exact McNemar test "
+            "on the per-example outcomes of every seed pooled, and the paired t-test of the per-seed differences.")
 
 
 def build(records: list[Record], markdown: Path | None = None, references: list[Reference] = ()) -> str:
@@ -363,8 +383,9 @@ def build(records: list[Record], markdown: Path | None = None, references: list[
         tests = tests_table(sec)
         if tests is not None:
             out += [f"Paired tests against {sec.reference.name}, {sec.task}: difference in the share of the same "
-                    "examples right, points (Holm-adjusted exact McNemar p, paired examples over all seeds; "
-                    "✓ p < 0.05):", "", tests.to_markdown(index=False, disable_numparse=True), ""]
+                    "examples right, points (Holm-adjusted exact McNemar p, n paired examples over all seeds; "
+                    "Holm-adjusted paired t p over k seeds; ✓ both p < 0.05 in the same direction, k ≥ 3):", "",
+                    tests.to_markdown(index=False, disable_numparse=True), ""]
     return "\n".join(out)
 
 

@@ -54,13 +54,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 from bench.core.atomic import write_atomic
 from bench.core.records import Record, load_records
 from bench.errors import BenchError
 from leaderboard.build import Candidate, _rows, sections
-from leaderboard.stats import fmt, holm, mcnemar
+from leaderboard.stats import fmt, holm, mcnemar, paired_t
 
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
 SEEDS_FOR_A_FINDING = 5
@@ -217,17 +216,6 @@ def measure(claims: list[Claim], records: list[Record]) -> list[Result]:
     for r, adjusted, seed_adjusted in zip(tested, holm([r.p for r in tested]), holm([r.seed_p for r in tested]), strict=True):
         r.p_holm, r.seed_p_holm = adjusted, seed_adjusted
     return results
-
-
-def paired_t(deltas: list[float]) -> float:
-    """Two-sided p of the paired t-test that the mean per-seed difference is 0 (1.0 below 2 seeds;
-    0.0 when every seed differs by the same non-zero amount)."""
-    if len(deltas) < 2:
-        return 1.0
-    d = np.asarray(deltas, dtype=float)
-    if d.std(ddof=1) == 0:
-        return 1.0 if d.mean() == 0 else 0.0
-    return float(stats.ttest_1samp(d, 0.0).pvalue)
 
 
 def _p(p: float) -> str:

@@ -6,7 +6,11 @@
 - Against the reference (the full standard-CE model of the same backbone, task and seed, on the
   same examples): the exact McNemar test on the per-example outcomes of every seed pooled
   (a binomial test on the discordant pairs), with Holm's correction across every test of one
-  table.
+  table. Do these trained models differ on these examples?
+- Over seeds: the paired t-test of the metric's per-seed differences (n - 1 degrees of freedom),
+  Holm-corrected likewise. Does the effect stand out from the variation between training runs?
+  A difference can pass the first and fail the second when it is large on one seed and absent
+  or reversed on others, so a leaderboard marks a difference only when both agree, from 3 seeds.
 """
 
 from __future__ import annotations
@@ -68,3 +72,14 @@ def holm(pvalues: list[float]) -> list[float]:
         running = max(running, min(1.0, (len(pvalues) - rank) * pvalues[i]))
         adjusted[i] = running
     return adjusted
+
+
+def paired_t(deltas: list[float]) -> float:
+    """Two-sided p of the paired t-test that the mean per-seed difference is 0 (1.0 below 2 seeds;
+    0.0 when every seed differs by the same non-zero amount)."""
+    if len(deltas) < 2:
+        return 1.0
+    d = np.asarray(deltas, dtype=float)
+    if d.std(ddof=1) == 0:
+        return 1.0 if d.mean() == 0 else 0.0
+    return float(stats.ttest_1samp(d, 0.0).pvalue)

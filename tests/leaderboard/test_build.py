@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from bench.core.records import Column, Record
-from leaderboard.build import build
+from leaderboard.build import build, sections
 from leaderboard.stats import fmt, holm, interval, mcnemar
 
 COLUMNS = [Column("id", "ID acc", rows=("test",)).to_dict(),
@@ -195,7 +195,36 @@ def test_rank_marks_only_what_a_paired_test_finds(tmp_path):
     rank = {ln.split("|")[2].strip(): ln.split("|")[1].strip() for ln in md.splitlines()
             if "(ce)" in ln and ln.startswith("| ") and "±" in ln}
     assert rank["big (ce)"] == "1 ▲" and rank["small (ce)"] == "2" and rank["finetune (ce)"] == "3 (ref)"
-    assert "Paired tests against finetune (ce)" in md and "+30.0 (p=" in md and "n=300) ✓" in md
+    assert "Paired tests against finetune (ce)" in md and "+30.0 (p=" in md and "k=3) ✓" in md
+
+
+def test_a_difference_from_one_seed_gets_no_mark(tmp_path):
+    """The pooled McNemar test alone overstates an effect that varies by seed: here the candidate
+    is far better on seed 0 and slightly worse on seeds 1 and 2. Pooled, it is significantly
+    better on the examples; over seeds, the paired t-test cannot tell: no ▲, no ✓."""
+    from bench.core.records import write_predictions
+
+    out = tmp_path / "out"
+    base = [True] * 50 + [False] * 50
+    seed_rights = {0: [True] * 95 + [False] * 5, 1: [True] * 48 + [False] * 52, 2: [True] * 47 + [False] * 53}
+    recs = []
+    for label in ("finetune (ce)", "lucky (ce)"):
+        for seed in (0, 1, 2):
+            right = base if label == "finetune (ce)" else seed_rights[seed]
+            r = _rec(label, seed, None, 0.5, sum(right) / 100, 1.0)
+            rows = [{"set": "hans_synth", "uid": f"u{i}", "gold": 1, "pred": int(ok), "correct": ok} for i, ok in enumerate(right)]
+            r.predictions, r.predictions_sha256 = write_predictions(out, r.run_id, rows)
+            r.reference = f"finetune (ce)-{seed}-None"
+            r.where = out / "records"
+            recs.append(r)
+    sec = sections(recs)[0]
+    (t,) = sec.tests
+    assert t.p_holm < 0.05 and t.seed_p_holm > 0.05 and not t.significant
+    md = build(recs)
+    rank = {ln.split("|")[2].strip(): ln.split("|")[1].strip() for ln in md.splitlines()
+            if "(ce)" in ln and ln.startswith("| ") and "±" in ln}
+    (row,) = [ln for ln in md.split("Paired tests")[1].splitlines() if ln.startswith("| lucky (ce)")]
+    assert rank["lucky (ce)"] == "1" and row.rstrip(" |").endswith("k=3)")
 
 
 def test_the_sparsity_pattern_reads_distilbert_names_too():
