@@ -17,6 +17,7 @@ from pathlib import Path
 
 from bench.core.atomic import write_atomic
 from bench.core.records import load_records
+from bench.errors import BenchError
 from leaderboard.build import main_table, sections
 from leaderboard.claims import load_claims, measure
 
@@ -81,7 +82,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def main(root: Path = ROOT) -> int:
     readme = root / "README.md"
-    write_atomic(readme, generate(readme.read_text(), root / "results"))
+    try:
+        text = generate(readme.read_text(), root / "results")
+    except BenchError as e:
+        print(f"headline: error: {e}", file=sys.stderr)
+        return 2
+    write_atomic(readme, text)
     print(f"headline written to {readme}", file=sys.stderr)
     return 0
 
