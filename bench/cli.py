@@ -142,11 +142,16 @@ def write_leaderboard(out: Path | list[Path], output: Path | None = None) -> Pat
     from bench.errors import BenchError
     from leaderboard.build import build
 
-    outs = out if isinstance(out, list) else [out]
+    outs = list({o.resolve(): o for o in (out if isinstance(out, list) else [out])}.values())  # each folder once
     if len(outs) > 1 and output is None:
         raise BenchError("several --out directories need --output FILE for their shared leaderboard")
     target = output or outs[0] / "LEADERBOARD.md"
-    records = [r for o in outs for r in load_records(o / "records")]
+    records = {}
+    for r in (r for o in outs for r in load_records(o / "records")):
+        seen = records.setdefault(r.run_id, r)
+        if seen is not r and (seen.metrics, seen.predictions_sha256) != (r.metrics, r.predictions_sha256):
+            raise BenchError(f"run {r.run_id} is in {seen.where} and {r.where} with different results: keep one")
+    records = list(records.values())
     write_atomic(target, build(records, markdown=target, references=[x for o in outs for x in load_references(o)]))
     return target
 

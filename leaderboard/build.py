@@ -60,6 +60,7 @@ def _variant(r: Record, suite_varies: bool) -> str:
     if conf.get("max_examples"):
         parts.append(f"max_examples={conf['max_examples']}")
     parts += [v for v in (conf.get("precision"), conf.get("device")) if v and v not in ("fp32", "cpu")]
+    parts += ["compiled"] if conf.get("compile") else []
     if suite_varies and _suite_setting(r):
         parts.append(f"{r.suite}: {_suite_setting(r)}")
     return ", ".join(parts)
@@ -205,10 +206,11 @@ def _tests(candidates: list[Candidate], columns: list[Column], ref: Candidate | 
             if cand is ref or cand.degenerate:
                 continue
             mine = _outcomes(cand, col, loaded)
-            pairs = [(mine[k], base[k]) for k in mine if k in base]
+            keys = [k for k in mine if k in base]
+            pairs = [(mine[k], base[k]) for k in keys]
             if pairs:
                 p, b, c = mcnemar(pairs)
-                deltas = [mine_v - ref_v for s in sorted(set(cand.seeds) & set(ref.seeds))
+                deltas = [mine_v - ref_v for s in sorted({k[0] for k in keys})  # the seeds behind the pairs
                           if (mine_v := _metric(cand, s, col.key)) is not None and (ref_v := _metric(ref, s, col.key)) is not None]
                 tests.append(Test(cand, col, len(pairs), (b - c) / len(pairs), p, deltas, paired_t(deltas)))
     for t, adjusted, seed_adjusted in zip(tests, holm([t.p for t in tests]), holm([t.seed_p for t in tests]), strict=True):

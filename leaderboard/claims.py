@@ -133,16 +133,35 @@ def load_claims(path: Path) -> list[Claim]:
         raise BenchError(f"claims file {path} is unreadable: {e}") from None
     out = []
     for i, c in enumerate(raw.get("claim", []), 1):
+        def bad(what: str, i: int = i) -> BenchError:
+            return BenchError(f"{path}: claim {i}: {what}")
+
         try:
             if c["direction"] not in ("higher", "lower"):
-                raise BenchError(f"{path}: claim {i}: direction must be 'higher' or 'lower', got {c['direction']!r}")
+                raise bad(f"direction must be 'higher' or 'lower', got {c['direction']!r}")
+            for key in ("paper", "claim", "published", "metric", "task", "set"):
+                if not isinstance(c.get(key, ""), str):
+                    raise bad(f"{key} must be a string, got {c[key]!r}")
+            gold = c.get("gold", [])
+            if not isinstance(gold, list) or not all(isinstance(g, int) and not isinstance(g, bool) for g in gold):
+                raise bad(f"gold must be a list of label indices, got {gold!r}")
             out.append(Claim(paper=c["paper"], claim=c["claim"], published=c["published"], metric=c["metric"],
-                             candidate=Select(**c["candidate"]), reference=Select(**c["reference"]),
-                             direction=c["direction"], task=c.get("task", ""), set=c.get("set", ""),
-                             gold=tuple(c.get("gold", ()))))
+                             candidate=_select(c["candidate"], bad), reference=_select(c["reference"], bad),
+                             direction=c["direction"], task=c.get("task", ""), set=c.get("set", ""), gold=tuple(gold)))
         except (KeyError, TypeError) as e:
             raise BenchError(f"{path}: claim {i} is malformed ({type(e).__name__}: {e})") from None
     return out
+
+
+def _select(d: dict, bad) -> Select:
+    """A side of a claim: a leaderboard label, a target sparsity as a fraction, a variant string."""
+    sel = Select(**d)
+    if not isinstance(sel.label, str) or not isinstance(sel.variant, str):
+        raise bad(f"label and variant must be strings, got {d!r}")
+    if sel.sparsity is not None and (isinstance(sel.sparsity, bool) or not isinstance(sel.sparsity, int | float)
+                                     or not 0 <= sel.sparsity < 1):
+        raise bad(f"sparsity must be a fraction in [0, 1), got {sel.sparsity!r}")
+    return sel
 
 
 def _outcomes(cand: Candidate, claim: Claim, rows: tuple[str, ...], seeds: list[int], loaded: dict) -> dict[tuple, bool]:
@@ -208,6 +227,7 @@ def measure(claims: list[Claim], records: list[Record]) -> list[Result]:
         if not keys:
             res.problem = "no per-example predictions on the same examples"
             continue
+        res.seeds = sorted({k[0] for k in keys})  # both tests, and the 5-seed rule, on the seeds with paired examples
         res.p, b, c = mcnemar([(mine[k], base[k]) for k in keys])
         res.delta = (b - c) / len(keys)
         res.seed_deltas = [_value(cand, s, claim.metric) - _value(ref, s, claim.metric) for s in res.seeds]

@@ -77,7 +77,15 @@ def exclusive(target: Path) -> Iterator[None]:
     block: processes that would build the same artifact take turns, and the one that comes second
     re-checks and finds it built. The operating system releases the lock when a process dies."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.parent / f".{target.name}.lock", "w") as fh:
-        if fcntl is not None:
-            fcntl.flock(fh, fcntl.LOCK_EX)
+    lock = target.parent / f".{target.name}.lock"
+    try:  # never truncated, never followed through a symlink
+        fd: int | None = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    except OSError:  # another user's lock file, or a symlink: build without it (the rename stays atomic)
+        fd = None
+    try:
+        if fd is not None and fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
         yield
+    finally:
+        if fd is not None:
+            os.close(fd)

@@ -183,6 +183,10 @@ def _pool(ready, sorter, jobs, out, threads, workers, ray_address, progress, for
             raise
 
 
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
+
 def _ray(ready, sorter, jobs, out, threads, workers, ray_address, progress, forced, log) -> Iterator[Outcome]:
     import ray
 
@@ -193,8 +197,9 @@ def _ray(ready, sorter, jobs, out, threads, workers, ray_address, progress, forc
             ray.init(include_dashboard=False, log_to_driver=False, **kwargs)
         except (ConnectionError, RuntimeError) as e:
             hint = ("; a cluster started with `ray start` (Ray 2.59 and later) asks for its token: set RAY_AUTH_MODE=token "
-                    "(the token is read from ~/.ray/auth_token) or RAY_AUTH_TOKEN" if "RAY_AUTH_MODE" not in os.environ else "")
-            raise BenchError(f"cannot connect to the Ray cluster at {ray_address}: {str(e).splitlines()[0][:200]}{hint}") from e
+                    "(the token is read from ~/.ray/auth_token) or RAY_AUTH_TOKEN" if ray_address and "RAY_AUTH_MODE" not in os.environ else "")
+            where = f"the Ray cluster at {ray_address}" if ray_address else "a local Ray instance"
+            raise BenchError(f"cannot start or connect to {where}: {_first_line(e)[:200]}{hint}") from e
     remote = ray.remote(execute)
     try:
         running: dict = {}
@@ -213,7 +218,7 @@ def _ray(ready, sorter, jobs, out, threads, workers, ray_address, progress, forc
                 try:
                     yield ray.get(ref)
                 except ray.exceptions.RayError as e:
-                    yield Outcome(job.id, False, 0.0, f"ray: {type(e).__name__}: {str(e).splitlines()[0]}")
+                    yield Outcome(job.id, False, 0.0, f"ray: {type(e).__name__}: {_first_line(e)}")
     finally:
         if started:
             ray.shutdown()

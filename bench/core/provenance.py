@@ -54,6 +54,7 @@ def device_info(device) -> dict:
     info = {"type": device.type, "torch_threads": torch.get_num_threads(), "platform": platform.platform()}
     if device.type == "cuda":
         info["name"] = torch.cuda.get_device_name(device)
+        info["tf32"] = torch.backends.cuda.matmul.allow_tf32
     else:
         info["name"] = _cpu_name()
         info["cores"] = os.cpu_count()

@@ -32,6 +32,7 @@ from bench.core.records import Record, load_record, write_predictions
 from bench.data.examples import TaskData
 from bench.errors import BenchError
 from bench.metrics import degenerate
+from bench.model import accel
 from bench.model.backbone import load_classifier, resolve
 from bench.model.efficiency import COLUMNS as EFFICIENCY
 from bench.model.efficiency import measure
@@ -120,6 +121,7 @@ class Runner:
             return self.candidate(sub)
 
         task = self.task_data(spec)
+        accel.setup(torch_device(spec))  # TF32 on CUDA for every build and evaluation alike
         return Context(
             task=task if for_suite else task.for_methods(), backbone=resolve(spec.backbone), seed=spec.seed,
             sparsity=spec.sparsity, device=torch_device(spec), precision=spec.precision, require=require,

@@ -113,7 +113,6 @@ def train(
     """
     task, device = ctx.task, ctx.device
     torch.manual_seed(ctx.seed)
-    accel.setup(device)
     model.to(device).train()
     forward = accel.compiled(model, ctx.compile)
     enc = encode(tokenizer, task.train, task.max_length)

@@ -186,7 +186,7 @@ def word_list(path: Path) -> dict[str, int]:
     try:
         with open(path, "rb") as f:
             data = _PlainPickle(f).load()
-    except (OSError, pickle.UnpicklingError, EOFError, ValueError) as e:
+    except (OSError, pickle.UnpicklingError, EOFError, ValueError, OverflowError, TypeError, MemoryError, IndexError, KeyError) as e:
         raise BenchError(f"{path}: not a plain word -> index pickle ({e})") from e
     if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, int) for k, v in data.items()):
         raise BenchError(f"{path}: not a word -> index mapping")

@@ -83,11 +83,14 @@ def test_a_compiled_forward_computes_what_the_eager_one_does(tiny_bert):
 
 def test_compile_is_part_of_a_run_s_identity_only_when_on(run_spec, tmp_path):
     from bench.core.runner import Runner
+    from bench.errors import BenchError
 
-    plain, compiled = run_spec(method="finetune"), run_spec(method="finetune", compile=True)
+    plain, compiled = run_spec(method="finetune", device="cuda"), run_spec(method="finetune", device="cuda", compile=True)
     runner = Runner(tmp_path, progress=False, log=lambda m: None)
     assert "compile" not in plain.config() and compiled.config()["compile"] is True
     assert runner.run_id(plain) != runner.run_id(compiled)
+    with pytest.raises(BenchError, match="--compile needs --device cuda"):
+        run_spec(method="finetune", compile=True)  # on CPU: refused, not silently slower or failing in inductor
 
 
 def test_a_sweep_spec_s_compile_must_be_a_boolean(tmp_path, capsys):

@@ -94,3 +94,15 @@ def test_two_identical_runs_on_one_output_directory(tmp_path, tiny_bert):
                    params={"epochs": 1, "batch_size": 8})
     cand = Runner(out, progress=False, log=lambda m: None).candidate(spec.candidate())  # loads, whole
     assert cand.sparsity.sparsity == pytest.approx(0.5, abs=1e-6)
+
+
+def test_the_lock_file_is_never_truncated_nor_followed_through_a_symlink(tmp_path):
+    from bench.core.atomic import exclusive
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    (tmp_path / ".artifact.lock").symlink_to(victim)
+    ran = []
+    with exclusive(tmp_path / "artifact"):
+        ran.append(True)
+    assert ran and victim.read_text() == "keep me"

@@ -196,3 +196,10 @@ def test_jobs_run_seed_by_seed_and_a_record_before_the_next_build(tmp_path, monk
     run_jobs(plan(specs), tmp_path, log=lambda m: None)
     assert [(j.spec.seed, j.kind, j.spec.method) for j in order] == [
         (s, kind, m) for s in (0, 1) for m in ("finetune", "imp") for kind in ("build", "evaluate")]
+
+
+def test_an_exception_without_a_message_still_gives_a_one_line_reason():
+    from bench.core.executors import _first_line
+
+    assert _first_line(ConnectionError()) == "ConnectionError"
+    assert _first_line(RuntimeError("first\nsecond")) == "first"

@@ -258,3 +258,6 @@ def test_studies_in_several_directories_share_one_table_with_their_paired_tests(
     assert out.read_text().split("\n## ", 1)[1].split("![")[0] == committed.split("![")[0]
     assert "Paired tests" in committed
     assert main(["leaderboard", "--out", str(tmp_path / "a"), "--out", str(tmp_path / "b")]) == 2
+    twice = tmp_path / "twice.md"  # one folder named twice counts its records once
+    assert main(["leaderboard", "--out", str(tmp_path / "a"), "--out", str(tmp_path / "a"), "--output", str(twice)]) == 0
+    assert f"Generated from {len(list((tmp_path / 'a' / 'records').glob('*.json')))} run records" in twice.read_text()

@@ -72,6 +72,27 @@ def test_a_malformed_claims_file_is_one_line(tmp_path, capsys):
                                           'candidate={label="a"}\nreference={label="b"}\ndirection="up"\n')
     with pytest.raises(Exception, match="direction must be"):
         load_claims(tmp_path / "claims.toml")
+    for bad, message in (('{label="a", sparsity="50%"}', "sparsity must be a fraction"),
+                         ('{label="a", sparsity=50}', "sparsity must be a fraction")):
+        (tmp_path / "claims.toml").write_text('[[claim]]\npaper="p"\nclaim="c"\npublished="1"\nmetric="m"\n'
+                                              f'candidate={bad}\nreference={{label="b"}}\ndirection="higher"\n')
+        assert main([str(tmp_path)]) == 2
+        assert message in capsys.readouterr().err
+    (tmp_path / "claims.toml").write_text('[[claim]]\npaper="p"\nclaim="c"\npublished="1"\nmetric="m"\ngold="1"\n'
+                                          'candidate={label="a"}\nreference={label="b"}\ndirection="higher"\n')
+    assert main([str(tmp_path)]) == 2
+    assert "gold must be a list" in capsys.readouterr().err
+
+
+def test_seeds_without_kept_predictions_do_not_count_toward_a_verdict(tmp_path):
+    """Five seeds of metrics, but predictions only for seed 0: one seed pairs its examples, so the
+    verdict is inconclusive (1 seed), not a 5-seed finding resting on one seed's examples."""
+    recs = _study(tmp_path, 5, [90] * 5)
+    for r in recs:
+        if r.seed != 0:
+            r.predictions = ""
+    (res,) = measure([_claim()], recs)
+    assert res.seeds == [0] and res.verdict == "inconclusive (1 seed)"
 
 
 def test_the_table_goes_under_the_title_and_is_replaced_in_place():
