@@ -42,7 +42,11 @@ from bench.model.predict import predict_logits, prediction_rows
 from bench.registry import SUITES, did_you_mean
 from suites.adversarial.recipes import RECIPE_NAMES, RECIPES, Sources, build
 
-QUERIES_PER_EXAMPLE = 150
+# Classifier-forward equivalents per attacked example and recipe, for sweep estimates: measured on
+# SST-2 with MiniLM on 2 CPU cores (results/tickets: 100 sentences x 3 recipes in 470-730 s at
+# about 200 forwards/s), the attack's 30-50 queries plus its own models (the sentence encoder,
+# BERT-Attack's masked LM). Longer texts (IMDB) take many more queries.
+ATTACK_COST = 400
 DEFAULT_N = 100
 
 
@@ -137,11 +141,11 @@ class Adversarial(Suite):
     Params = AttackParams
 
     def examples(self, sizes: dict[str, int], params: AttackParams | None) -> float:
-        """The clean pass over the test split, then about QUERIES_PER_EXAMPLE queries per
-        attacked example and recipe (50-160 on SST-2, up to ~3,000 on IMDB in Zheng et al.
-        2022, Table 1): a rough figure for sweep estimates."""
+        """The clean pass over the test split, then ATTACK_COST forward equivalents per attacked
+        example and recipe (queries: 50-160 on SST-2, up to ~3,000 on IMDB in Zheng et al. 2022,
+        table 1): a rough figure for sweep estimates."""
         p = params or AttackParams()
-        return sizes.get("test", 0) + p.size(sizes.get("test", DEFAULT_N)) * len(p.chosen()) * QUERIES_PER_EXAMPLE
+        return sizes.get("test", 0) + p.size(sizes.get("test", DEFAULT_N)) * len(p.chosen()) * ATTACK_COST
 
     def fingerprint(self, data_dir: Path | None, params: AttackParams | None = None) -> dict:
         listed = data_dir / "wordsub" / "counterfitted_neighbors.json" if data_dir else None
