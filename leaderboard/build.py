@@ -161,13 +161,15 @@ def _candidates(records: list[Record]) -> list[Candidate]:
 
 def _reference(candidates: list[Candidate], records: list[Record]) -> Candidate | None:
     """The candidate the records name as their reference most often (the fewest non-default
-    settings on a tie); else the dense default ``finetune (ce)``."""
+    settings on a tie); else the dense ``finetune (ce)`` with the fewest non-default settings
+    (an attack study names no reference, and its runs may all share a setting such as a cap)."""
     links = [r.reference for r in records if r.reference]
     score = {id(c): sum(link in {r.run_id for r in c.records} for link in links) for c in candidates}
     linked = [c for c in candidates if score[id(c)]]
     if linked:
         return max(linked, key=lambda c: (score[id(c)], -len(c.variant)))
-    return next((c for c in candidates if c.label == REFERENCE_LABEL and c.target is None and not c.variant), None)
+    plain = [c for c in candidates if c.label == REFERENCE_LABEL and c.target is None]
+    return min(plain, key=lambda c: len(c.variant.split(", ")) if c.variant else 0, default=None)
 
 
 def _rows(rec: Record, loaded: dict[str, list[dict]]) -> list[dict]:
@@ -322,8 +324,9 @@ def tests_table(sec: Section) -> pd.DataFrame | None:
         row = rows.setdefault(id(t.candidate), {"method": t.candidate.name, "sparsity": f"{t.candidate.target:.0%}"
                                                 if t.candidate.target is not None else "dense"})
         mark = " ✓" if t.significant else ""
-        row[t.column.label] = (f"{100 * t.delta:+.1f} (p={t.p_holm:.2g}, n={t.pairs}; seeds p={t.seed_p_holm:.2g}, "
-                               f"k={len(t.seed_deltas)}){mark}")
+        k = len(t.seed_deltas)
+        seeds = f"seeds p={t.seed_p_holm:.2g}, k={k}" if k > 1 else "1 seed: no test over seeds"
+        row[t.column.label] = f"{100 * t.delta:+.1f} (p={t.p_holm:.2g}, n={t.pairs}; {seeds}){mark}"
     return pd.DataFrame([{k: r.get(k, "") for k in ["method", "sparsity", *cols]} for r in rows.values()])
 
 

@@ -261,3 +261,17 @@ def test_studies_in_several_directories_share_one_table_with_their_paired_tests(
     twice = tmp_path / "twice.md"  # one folder named twice counts its records once
     assert main(["leaderboard", "--out", str(tmp_path / "a"), "--out", str(tmp_path / "a"), "--output", str(twice)]) == 0
     assert f"Generated from {len(list((tmp_path / 'a' / 'records').glob('*.json')))} run records" in twice.read_text()
+
+
+def test_a_study_whose_runs_share_a_cap_and_name_no_reference_still_has_one():
+    """An attack study's records link no F_bias reference, and every run of it has
+    max_examples set: the reference is the dense finetune (ce) with the fewest extra settings,
+    not the longer-trained one, and not none."""
+    recs = []
+    for label, params in (("finetune (ce)", {}), ("finetune (ce)", {"epochs": 15.0}), ("imp (ce)", {})):
+        r = _rec(label, 0, None if label.startswith("finetune") else 0.5, 0.8, 0.5, 1.0, params=params)
+        r.run_id += str(params)
+        r.provenance["config"]["max_examples"] = 1000
+        recs.append(r)
+    ref = sections(recs)[0].reference
+    assert ref is not None and ref.name == "finetune (ce) [max_examples=1000]"
