@@ -102,9 +102,10 @@ class Method(ABC):
         not declared here, so a sweep's plan is never incomplete."""
         return confreg_teacher(getattr(params, "loss", None), reference)
 
-    def epochs(self, params: Any) -> float:
+    def epochs(self, params: Any, sparsity: float | None) -> float:
         """Passes over the training set that ``build`` itself makes (requirements excluded),
-        weighted by their cost relative to a fine-tuning pass: for sweep estimates only."""
+        weighted by their cost relative to a fine-tuning pass, at ``sparsity`` (iterative pruning
+        trains once a round): for sweep estimates only."""
         return float(getattr(params, "epochs", 0.0))
 
     def fixed_examples(self, params: Any) -> int:

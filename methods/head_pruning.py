@@ -89,7 +89,7 @@ class HeadPruning(Method):
     def requires(self, p: HeadPruningParams, sparsity: float | None, reference: Need) -> list[Need]:
         return [finetuned(p.recipe())]  # the fine-tuned model whose heads are scored
 
-    def epochs(self, p: HeadPruningParams) -> float:
+    def epochs(self, p: HeadPruningParams, sparsity: float | None) -> float:
         return p.retrain_epochs + (p.rounds if p.schedule == "iterative" else 1)  # importance: forward + backward
 
     def build(self, ctx: Context, p: HeadPruningParams) -> Candidate:

@@ -159,7 +159,7 @@ class RMC(Method):
         first = [_jtt_first(p)] if p.objective == "jtt" else []
         return teacher + first + ([Need("imp", s, p.recipe()) for s in p.stage1()] if p.objective == "rmc" else [])
 
-    def epochs(self, p: RMCParams) -> float:
+    def epochs(self, p: RMCParams, sparsity: float | None) -> float:
         inference = 1 + (len(p.stage1()) if p.objective == "rmc" else 0)  # teacher and stage-1 losses
         return p.epochs + inference / 3  # a forward pass costs about a third of a training step
 

@@ -174,9 +174,9 @@ class RobustTickets(Method):
     def requires(self, p: RobustTicketsParams, sparsity: float | None, reference: Need) -> list[Need]:
         return [] if p.ticket == "imp" else [_source(p, sparsity)]
 
-    def epochs(self, p: RobustTicketsParams) -> float:
-        search = p.search_epochs * p.adv_steps if p.ticket == "robust" else 0.0  # K forward-backward passes a step
-        return search + p.retrain_epochs
+    def epochs(self, p: RobustTicketsParams, sparsity: float | None) -> float:
+        passes = budget(p, sparsity or 0.0)["budget_passes"]  # the lottery's rounds included
+        return passes - p.epochs if p.ticket == "robust" else passes  # the search's fine-tuned start is its own job
 
     def build(self, ctx: Context, p: RobustTicketsParams) -> Candidate:
         sparsity = ctx.sparsity
@@ -323,7 +323,7 @@ class FreeLB(Method):
     def label(self, p: FreeLBTrainParams) -> str:
         return "freelb (dense)"
 
-    def epochs(self, p: FreeLBTrainParams) -> float:
+    def epochs(self, p: FreeLBTrainParams, sparsity: float | None) -> float:
         return p.epochs * p.adv_steps  # K forward-backward passes a step
 
     def build(self, ctx: Context, p: FreeLBTrainParams) -> Candidate:

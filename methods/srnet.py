@@ -180,7 +180,7 @@ class SRNet(Method):
         start = [_start(p)] if p.paradigm == "finetuned" else []
         return start + confreg_teacher(p.loss, reference)
 
-    def epochs(self, p: SRNetParams) -> float:
+    def epochs(self, p: SRNetParams, sparsity: float | None) -> float:
         return p.epochs if p.paradigm == "rewind" else p.mask_epochs
 
     def build(self, ctx: Context, p: SRNetParams) -> Candidate:

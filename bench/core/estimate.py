@@ -61,7 +61,7 @@ def estimate(job: Job, runner: Runner, throughput: Throughput) -> float | None:
     if job.kind == "build":
         method = METHODS.get(job.spec.method)
         params = job.spec.params
-        return (method.epochs(params) * (n["train"] / own.train_per_s + 2 * n["dev"] / own.eval_per_s)
+        return (method.epochs(params, job.spec.sparsity) * (n["train"] / own.train_per_s + 2 * n["dev"] / own.eval_per_s)
                 + method.fixed_examples(params) / throughput.train_per_s)  # task-agnostic: the spec's rate
     return SUITES.get(job.spec.suite).examples(n, job.spec.suite_params) / own.eval_per_s
 
