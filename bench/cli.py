@@ -12,6 +12,7 @@ the leaderboard from the records. Bad input ends with one line on stderr, exit 2
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -149,7 +150,8 @@ def write_leaderboard(out: Path | list[Path], output: Path | None = None) -> Pat
     records = {}
     for r in (r for o in outs for r in load_records(o / "records")):
         seen = records.setdefault(r.run_id, r)
-        if seen is not r and (seen.metrics, seen.predictions_sha256) != (r.metrics, r.predictions_sha256):
+        if seen is not r and (json.dumps(seen.metrics, sort_keys=True), seen.predictions_sha256) != (
+                json.dumps(r.metrics, sort_keys=True), r.predictions_sha256):  # as text: NaN equals NaN
             raise BenchError(f"run {r.run_id} is in {seen.where} and {r.where} with different results: keep one")
     records = list(records.values())
     write_atomic(target, build(records, markdown=target, references=[x for o in outs for x in load_references(o)]))

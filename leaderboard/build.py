@@ -10,9 +10,11 @@ OOD cells, attacks, efficiency), then the paired tests against the reference.
 Numbers over seeds are labelled by ``leaderboard.stats``: mean ± sample std, with a t-interval
 from 3 seeds (BCa bootstrap from 10). Each candidate is compared with the reference (the full
 standard-CE model of the same seed, linked from the records; for suites that record no
-reference, the dense ``finetune (ce)`` row) on the same examples: exact McNemar on pooled
-per-example outcomes, Holm-corrected across the table. The rank orders candidates by the
-primary column and marks the differences from the reference that are significant. A row any of
+reference, such as an attack study, the dense ``finetune (ce)`` row with the fewest settings) by
+two paired tests: exact McNemar on the per-example outcomes of every seed pooled, and a paired t
+over the per-seed differences, each Holm-corrected across the tests with 3 paired seeds. The
+rank orders candidates by the primary column and marks (▲ / ▼) a difference from the reference
+only where both tests agree from 3 paired seeds. A row any of
 whose seeds did not learn its task (``degenerate``) is flagged and never ranked. Published
 numbers that a sweep spec carries are extra rows, labelled "published:", never averaged.
 """
@@ -30,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from bench.core.records import Column, Record, Reference, load_predictions
+from bench.errors import BenchError
 from leaderboard.plot import heatmap, plot
 from leaderboard.stats import ALPHA, MIN_SEEDS_FOR_INTERVAL, fmt, holm, mcnemar, paired_t
 
@@ -51,7 +54,7 @@ def _suite_setting(r: Record) -> str:
     return ", ".join(parts + ([tag] if tag and tag != "official" else []))
 
 
-def _variant(r: Record, suite_varies: bool) -> str:
+def _variant(r: Record, suite_varies: bool) -> tuple[str, ...]:
     """What distinguishes runs of one label that must not be averaged as seeds: non-default
     parameters, the example cap, precision and device (and the suite's settings where one
     table holds several)."""
@@ -63,7 +66,7 @@ def _variant(r: Record, suite_varies: bool) -> str:
     parts += ["compiled"] if conf.get("compile") else []
     if suite_varies and _suite_setting(r):
         parts.append(f"{r.suite}: {_suite_setting(r)}")
-    return ", ".join(parts)
+    return tuple(parts)
 
 
 @dataclass
@@ -72,8 +75,12 @@ class Candidate:
 
     label: str
     target: float | None
-    variant: str
+    settings: tuple[str, ...]  # what ``_variant`` found, one setting each
     records: list[Record] = field(default_factory=list)
+
+    @property
+    def variant(self) -> str:
+        return ", ".join(self.settings)
 
     @property
     def name(self) -> str:
@@ -104,8 +111,8 @@ class Test:
     p: float  # exact McNemar on the examples of every seed pooled
     seed_deltas: list[float] = field(default_factory=list)  # the column's per-seed differences
     seed_p: float = 1.0  # paired t over those seeds
-    p_holm: float = 1.0
-    seed_p_holm: float = 1.0
+    p_holm: float = math.nan  # NaN: outside the Holm family (fewer than 3 paired seeds)
+    seed_p_holm: float = math.nan
 
     @property
     def significant(self) -> bool:
@@ -160,16 +167,22 @@ def _candidates(records: list[Record]) -> list[Candidate]:
 
 
 def _reference(candidates: list[Candidate], records: list[Record]) -> Candidate | None:
-    """The candidate the records name as their reference most often (the fewest non-default
-    settings on a tie); else the dense ``finetune (ce)`` with the fewest non-default settings
-    (an attack study names no reference, and its runs may all share a setting such as a cap)."""
+    """The candidate the records name as their reference most often; else (an attack study names
+    no reference, and its runs may all share a setting such as a cap) the dense ``finetune (ce)``.
+    Either way the fewest settings win a tie, and a tie that remains is refused rather than
+    settled by sort order."""
     links = [r.reference for r in records if r.reference]
     score = {id(c): sum(link in {r.run_id for r in c.records} for link in links) for c in candidates}
-    linked = [c for c in candidates if score[id(c)]]
-    if linked:
-        return max(linked, key=lambda c: (score[id(c)], -len(c.variant)))
-    plain = [c for c in candidates if c.label == REFERENCE_LABEL and c.target is None]
-    return min(plain, key=lambda c: len(c.variant.split(", ")) if c.variant else 0, default=None)
+    pool = [c for c in candidates if score[id(c)]] or [c for c in candidates if c.label == REFERENCE_LABEL and c.target is None]
+    if not pool:
+        return None
+    rank = {id(c): (-score[id(c)], len(c.settings)) for c in pool}
+    best = min(rank.values())
+    tied = [c for c in pool if rank[id(c)] == best]
+    if len(tied) > 1:
+        raise BenchError(f"no single reference for the paired tests: {' and '.join(c.name for c in tied)} tie; "
+                         "leave one of them out, or rebuild each from its own --out folder")
+    return tied[0]
 
 
 def _rows(rec: Record, loaded: dict[str, list[dict]]) -> list[dict]:
@@ -190,10 +203,17 @@ def _outcomes(c: Candidate, column: Column, loaded: dict[str, list[dict]]) -> di
         if rec is None:
             continue
         for row in _rows(rec, loaded):
-            right = row.get("correct", row["gold"] == row.get("pred") if "result" not in row else None)
-            if row["set"] in column.rows and right is not None:  # rows before issue 25 have no 'correct'
-                out[(s, row["set"], row["uid"])] = bool(right)
+            right = is_right(row)
+            if row["set"] in column.rows and right is not None:
+                out[(s, row["set"], row["uid"])] = right
     return out
+
+
+def is_right(row: dict) -> bool | None:
+    """Whether a prediction row is right; None for an attack row without 'correct' (rows before
+    issue 25 have no 'correct' field; an attack row's outcome is not its label's)."""
+    right = row.get("correct", row["gold"] == row.get("pred") if "result" not in row else None)
+    return None if right is None else bool(right)
 
 
 def _tests(candidates: list[Candidate], columns: list[Column], ref: Candidate | None) -> list[Test]:
@@ -213,14 +233,17 @@ def _tests(candidates: list[Candidate], columns: list[Column], ref: Candidate | 
             if pairs:
                 p, b, c = mcnemar(pairs)
                 deltas = [mine_v - ref_v for s in sorted({k[0] for k in keys})  # the seeds behind the pairs
-                          if (mine_v := _metric(cand, s, col.key)) is not None and (ref_v := _metric(ref, s, col.key)) is not None]
+                          if (mine_v := metric_value(cand, s, col.key)) is not None
+                          and (ref_v := metric_value(ref, s, col.key)) is not None]
                 tests.append(Test(cand, col, len(pairs), (b - c) / len(pairs), p, deltas, paired_t(deltas)))
-    for t, adjusted, seed_adjusted in zip(tests, holm([t.p for t in tests]), holm([t.seed_p for t in tests]), strict=True):
+    family = [t for t in tests if len(t.seed_deltas) >= MIN_SEEDS_FOR_INTERVAL]  # only tests that can mark a row
+    for t, adjusted, seed_adjusted in zip(family, holm([t.p for t in family]), holm([t.seed_p for t in family]), strict=True):
         t.p_holm, t.seed_p_holm = adjusted, seed_adjusted
     return tests
 
 
-def _metric(c: Candidate, seed: int, key: str) -> float | None:
+def metric_value(c: Candidate, seed: int, key: str) -> float | None:
+    """The metric of ``seed``'s record, None when missing or not finite."""
     rec = c.record(seed, key)
     v = rec.metrics.get(key) if rec else None
     return float(v) if isinstance(v, int | float) and math.isfinite(v) else None
@@ -325,8 +348,11 @@ def tests_table(sec: Section) -> pd.DataFrame | None:
                                                 if t.candidate.target is not None else "dense"})
         mark = " ✓" if t.significant else ""
         k = len(t.seed_deltas)
-        seeds = f"seeds p={t.seed_p_holm:.2g}, k={k}" if k > 1 else "1 seed: no test over seeds"
-        row[t.column.label] = f"{100 * t.delta:+.1f} (p={t.p_holm:.2g}, n={t.pairs}; {seeds}){mark}"
+        if k >= MIN_SEEDS_FOR_INTERVAL:
+            detail = f"p={t.p_holm:.2g}, n={t.pairs}; seeds p={t.seed_p_holm:.2g}, k={k}"
+        else:
+            detail = f"p={t.p:.2g} uncorrected, n={t.pairs}; {k} seed{'s' * (k != 1)}: no test over seeds"
+        row[t.column.label] = f"{100 * t.delta:+.1f} ({detail}){mark}"
     return pd.DataFrame([{k: r.get(k, "") for k in ["method", "sparsity", *cols]} for r in rows.values()])
 
 

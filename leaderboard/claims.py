@@ -11,7 +11,8 @@ Per claim: the candidate's and the reference's metric over seeds (mean ± sd [95
 ``leaderboard.stats``) and two paired tests, because they answer different questions:
 
 - on examples: the same examples of the seeds both have, every seed pooled, exact McNemar,
-  Holm-corrected across the page's claims. Do these trained models differ?
+  Holm-corrected across the page's claims that have 5 paired seeds (the others get no verdict, so
+  they stay out of the family). Do these trained models differ?
 - over seeds: the per-seed differences of the metric, paired t-test (n - 1 degrees of
   freedom), Holm-corrected likewise. Does the method's effect stand out from the variation
   between training runs? A difference can pass the first and fail the second when it is large
@@ -58,12 +59,11 @@ import numpy as np
 from bench.core.atomic import write_atomic
 from bench.core.records import Record, load_records
 from bench.errors import BenchError
-from leaderboard.build import Candidate, _rows, sections
-from leaderboard.stats import fmt, holm, mcnemar, paired_t
+from leaderboard.build import Candidate, _rows, is_right, metric_value, sections
+from leaderboard.stats import ALPHA, fmt, holm, mcnemar, paired_t
 
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
 SEEDS_FOR_A_FINDING = 5
-ALPHA = 0.05
 
 
 @dataclass(frozen=True)
@@ -102,10 +102,10 @@ class Result:
     pairs: int = 0
     delta: float = 0.0  # on examples: candidate minus reference, share of the paired examples right
     p: float = 1.0
-    p_holm: float = 1.0
+    p_holm: float = math.nan  # NaN: outside the Holm family (fewer than 5 paired seeds, no verdict)
     seed_deltas: list[float] = field(default_factory=list)  # over seeds: the metric's differences
     seed_p: float = 1.0
-    seed_p_holm: float = 1.0
+    seed_p_holm: float = math.nan
     problem: str = ""
 
     @property
@@ -168,16 +168,10 @@ def _outcomes(cand: Candidate, claim: Claim, rows: tuple[str, ...], seeds: list[
     out = {}
     for s in seeds:
         for row in _rows(cand.record(s, claim.metric), loaded):
-            right = row.get("correct", row["gold"] == row.get("pred") if "result" not in row else None)
+            right = is_right(row)
             if row["set"] in rows and right is not None and (not claim.gold or row["gold"] in claim.gold):
-                out[(s, row["set"], row["uid"])] = bool(right)
+                out[(s, row["set"], row["uid"])] = right
     return out
-
-
-def _value(cand: Candidate, seed: int, metric: str) -> float | None:
-    rec = cand.record(seed, metric)
-    v = rec.metrics.get(metric) if rec else None
-    return float(v) if isinstance(v, int | float) and math.isfinite(v) else None
 
 
 def _section(claim: Claim, secs: list) -> tuple:
@@ -205,7 +199,7 @@ def measure(claims: list[Claim], records: list[Record]) -> list[Result]:
         results.append(res)
         missing = [str(s) for s, c in ((claim.candidate, cand), (claim.reference, ref)) if c is None]
         if missing:
-            res.problem = f"no records of {' and '.join(missing)}"
+            res.problem = f"no {claim.task + ' ' if claim.task else ''}records of {' and '.join(missing)}"
             continue
         if bad := [c.name for c in (cand, ref) if c.degenerate]:
             res.problem = f"{' and '.join(bad)} did not learn the task (degenerate)"
@@ -220,7 +214,7 @@ def measure(claims: list[Claim], records: list[Record]) -> list[Result]:
                              "outcomes, so claim an accuracy (with `set` for a mean of cells)")
         rows = (claim.set,) if claim.set else tuple(column.rows)
         res.seeds = [s for s in sorted(set(cand.seeds) & set(ref.seeds))
-                     if _value(cand, s, claim.metric) is not None and _value(ref, s, claim.metric) is not None]
+                     if metric_value(cand, s, claim.metric) is not None and metric_value(ref, s, claim.metric) is not None]
         mine, base = (_outcomes(c, claim, rows, res.seeds, loaded) for c in (cand, ref))
         keys = [k for k in mine if k in base]
         res.pairs = len(keys)
@@ -230,16 +224,16 @@ def measure(claims: list[Claim], records: list[Record]) -> list[Result]:
         res.seeds = sorted({k[0] for k in keys})  # both tests, and the 5-seed rule, on the seeds with paired examples
         res.p, b, c = mcnemar([(mine[k], base[k]) for k in keys])
         res.delta = (b - c) / len(keys)
-        res.seed_deltas = [_value(cand, s, claim.metric) - _value(ref, s, claim.metric) for s in res.seeds]
+        res.seed_deltas = [metric_value(cand, s, claim.metric) - metric_value(ref, s, claim.metric) for s in res.seeds]
         res.seed_p = paired_t(res.seed_deltas)
-    tested = [r for r in results if not r.problem]
+    tested = [r for r in results if not r.problem and len(r.seeds) >= SEEDS_FOR_A_FINDING]  # the claims that get a verdict
     for r, adjusted, seed_adjusted in zip(tested, holm([r.p for r in tested]), holm([r.seed_p for r in tested]), strict=True):
         r.p_holm, r.seed_p_holm = adjusted, seed_adjusted
     return results
 
 
 def _p(p: float) -> str:
-    return f"{p:.2g}" if p >= 1e-4 else "< 1e-4"
+    return "–" if math.isnan(p) else f"{p:.2g}" if p >= 1e-4 else "< 1e-4"
 
 
 def render(results: list[Result]) -> str:
@@ -249,7 +243,7 @@ def render(results: list[Result]) -> str:
     for i, r in enumerate(results, 1):
         c = r.claim
         seeds = r.seeds or sorted({s for x in (r.cand, r.ref) if x for s in x.seeds})
-        ours = [fmt([_value(x, s, c.metric) for s in seeds]) if x else "–" for x in (r.cand, r.ref)]
+        ours = [fmt([metric_value(x, s, c.metric) for s in seeds]) if x else "–" for x in (r.cand, r.ref)]
         on_examples = "–" if r.problem else f"{100 * r.delta:+.1f} pts, {r.pairs} pairs, p {_p(r.p)}, Holm {_p(r.p_holm)}"
         over_seeds = "–" if r.problem else (f"{fmt(r.seed_deltas)} pts ({len(r.seeds)} seed{'s' * (len(r.seeds) != 1)}), "
                                             f"p {_p(r.seed_p)}, Holm {_p(r.seed_p_holm)}")
@@ -261,7 +255,8 @@ def render(results: list[Result]) -> str:
               "seeds, BCa bootstrap from 10], in percent. "
               "On examples: candidate minus reference, share of the same examples right, every seed pooled; "
               "exact McNemar test. Over seeds: the metric's per-seed differences, mean ± sd [95 % interval], "
-              "paired t-test. Both Holm-corrected across this table; verdicts need 5 paired seeds and both "
+              "paired t-test (p 1 when the differences have no spread). Both Holm-corrected across the claims "
+              "of this table with 5 paired seeds (Holm – for the others); verdicts need 5 paired seeds and both "
               "tests (`leaderboard/claims.py`).")
     return "\n".join([*head, *lines, "", legend, "", "Records behind each claim:", "", *sources])
 

@@ -64,7 +64,9 @@ def mcnemar(pairs: list[tuple[bool, bool]]) -> tuple[float, int, int]:
 
 
 def holm(pvalues: list[float]) -> list[float]:
-    """Holm's step-down adjusted p-values, in the input order."""
+    """Holm's step-down adjusted p-values, in the input order. The family is what the caller
+    passes: only tests that can decide something (enough seeds), so that tests which never
+    count do not make the others harder to pass."""
     order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
     adjusted = [1.0] * len(pvalues)
     running = 0.0
@@ -75,11 +77,13 @@ def holm(pvalues: list[float]) -> list[float]:
 
 
 def paired_t(deltas: list[float]) -> float:
-    """Two-sided p of the paired t-test that the mean per-seed difference is 0 (1.0 below 2 seeds;
-    0.0 when every seed differs by the same non-zero amount)."""
+    """Two-sided p of the paired t-test that the mean per-seed difference is 0. 1.0 below 2 seeds
+    and when the differences have no variance: the t statistic is then undefined, and a metric
+    over ~100 examples moves in whole steps, so equal differences are no estimate of the spread
+    between training runs."""
     if len(deltas) < 2:
         return 1.0
     d = np.asarray(deltas, dtype=float)
     if d.std(ddof=1) == 0:
-        return 1.0 if d.mean() == 0 else 0.0
+        return 1.0
     return float(stats.ttest_1samp(d, 0.0).pvalue)

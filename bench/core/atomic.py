@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -80,7 +81,8 @@ def exclusive(target: Path) -> Iterator[None]:
     lock = target.parent / f".{target.name}.lock"
     try:  # never truncated, never followed through a symlink
         fd: int | None = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
-    except OSError:  # another user's lock file, or a symlink: build without it (the rename stays atomic)
+    except OSError as e:  # another user's lock file, or a symlink: build without it (the rename stays atomic)
+        print(f"[bench] cannot lock {lock} ({e.strerror}): building without the lock", file=sys.stderr)
         fd = None
     try:
         if fd is not None and fcntl is not None:

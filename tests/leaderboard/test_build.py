@@ -29,6 +29,19 @@ def _rec(label, seed, target, idv, ood, fb, params=None, suite="ood"):
     )
 
 
+def _with_predictions(out, label, seed, right, ood=None):
+    """A record of ``label`` and ``seed`` whose kept predictions are ``right`` on 100 HANS-like
+    examples, linked to the finetune (ce) reference of its seed."""
+    from bench.core.records import write_predictions
+
+    r = _rec(label, seed, None, 0.5, sum(right) / 100 if ood is None else ood, 1.0)
+    rows = [{"set": "hans_synth", "uid": f"u{i}", "gold": 1, "pred": int(ok), "correct": ok} for i, ok in enumerate(right)]
+    r.predictions, r.predictions_sha256 = write_predictions(out, r.run_id, rows)
+    r.reference = f"finetune (ce)-{seed}-None"
+    r.where = out / "records"
+    return r
+
+
 def test_mean_sample_std_and_a_labelled_interval_only_from_three_seeds():
     import numpy as np
     from scipy import stats
@@ -178,19 +191,12 @@ def test_one_row_per_candidate_across_suites_with_every_suites_columns():
 def test_rank_marks_only_what_a_paired_test_finds(tmp_path):
     """Two candidates better than the reference: one on many examples (▲), one on a handful of
     discordant pairs (no mark). The outcomes come from the records' predictions."""
-    from bench.core.records import write_predictions
-
-    out = tmp_path / "out"
     recs = []
-    for label, right in (("finetune (ce)", [True] * 50 + [False] * 50), ("big (ce)", [True] * 80 + [False] * 20),
-                         ("small (ce)", [True] * 46 + [False] * 4 + [True] * 6 + [False] * 44)):
+    for label, rights in (("finetune (ce)", [True] * 50 + [False] * 50), ("big (ce)", [True] * 80 + [False] * 20),
+                          ("small (ce)", [True] * 46 + [False] * 4 + [True] * 6 + [False] * 44)):
         for seed in (0, 1, 2):
-            r = _rec(label, seed, None, 0.5, sum(right) / 100, 1.0)
-            rows = [{"set": "hans_synth", "uid": f"u{i}", "gold": 1, "pred": int(ok), "correct": ok} for i, ok in enumerate(right)]
-            r.predictions, r.predictions_sha256 = write_predictions(out, r.run_id, rows)
-            r.reference = f"finetune (ce)-{seed}-None"
-            r.where = out / "records"
-            recs.append(r)
+            right, spread = (rights, 0.0) if label == "finetune (ce)" else (rights[seed:] + rights[:seed], seed / 1000)
+            recs.append(_with_predictions(tmp_path, label, seed, right, sum(right) / 100 + spread))  # seeds differ a little
     md = build(recs)
     rank = {ln.split("|")[2].strip(): ln.split("|")[1].strip() for ln in md.splitlines()
             if "(ce)" in ln and ln.startswith("| ") and "±" in ln}
@@ -202,21 +208,10 @@ def test_a_difference_from_one_seed_gets_no_mark(tmp_path):
     """The pooled McNemar test alone overstates an effect that varies by seed: here the candidate
     is far better on seed 0 and slightly worse on seeds 1 and 2. Pooled, it is significantly
     better on the examples; over seeds, the paired t-test cannot tell: no ▲, no ✓."""
-    from bench.core.records import write_predictions
-
-    out = tmp_path / "out"
     base = [True] * 50 + [False] * 50
     seed_rights = {0: [True] * 95 + [False] * 5, 1: [True] * 48 + [False] * 52, 2: [True] * 47 + [False] * 53}
-    recs = []
-    for label in ("finetune (ce)", "lucky (ce)"):
-        for seed in (0, 1, 2):
-            right = base if label == "finetune (ce)" else seed_rights[seed]
-            r = _rec(label, seed, None, 0.5, sum(right) / 100, 1.0)
-            rows = [{"set": "hans_synth", "uid": f"u{i}", "gold": 1, "pred": int(ok), "correct": ok} for i, ok in enumerate(right)]
-            r.predictions, r.predictions_sha256 = write_predictions(out, r.run_id, rows)
-            r.reference = f"finetune (ce)-{seed}-None"
-            r.where = out / "records"
-            recs.append(r)
+    recs = [_with_predictions(tmp_path, label, seed, base if label == "finetune (ce)" else seed_rights[seed])
+            for label in ("finetune (ce)", "lucky (ce)") for seed in (0, 1, 2)]
     sec = sections(recs)[0]
     (t,) = sec.tests
     assert t.p_holm < 0.05 and t.seed_p_holm > 0.05 and not t.significant
@@ -275,3 +270,39 @@ def test_a_study_whose_runs_share_a_cap_and_name_no_reference_still_has_one():
         recs.append(r)
     ref = sections(recs)[0].reference
     assert ref is not None and ref.name == "finetune (ce) [max_examples=1000]"
+
+
+def test_two_equally_plain_references_are_refused_not_picked_by_sort_order():
+    from bench.errors import BenchError
+
+    recs = []
+    for params in ({"lr": 2e-5}, {"warmup_ratio": 0.0}):
+        r = _rec("finetune (ce)", 0, None, 0.8, 0.5, 1.0, params=params)
+        r.run_id += str(params)
+        recs.append(r)
+    with pytest.raises(BenchError, match="no single reference.*tie"):
+        sections(recs)
+
+
+def test_a_seed_difference_without_spread_is_no_test():
+    """Metrics over 100 examples move in whole points: +1 on every seed has no variance, and
+    the t statistic is undefined; it must not read as p = 0."""
+    from leaderboard.stats import paired_t
+
+    assert paired_t([0.01, 0.01, 0.01]) == 1.0
+    assert paired_t([0.0, 0.0, 0.0]) == 1.0
+    assert paired_t([0.05, 0.06, 0.04, 0.05, 0.07]) < 0.01
+
+
+def test_tests_that_cannot_mark_a_row_stay_out_of_the_holm_family(tmp_path):
+    """A one-seed candidate never gets a mark, so it must not make the 3-seed candidate's
+    correction harsher: the 3-seed test is adjusted over itself alone."""
+    rights = {"finetune (ce)": [True] * 50 + [False] * 50, "big (ce)": [True] * 80 + [False] * 20,
+              "once (ce)": [True] * 90 + [False] * 10}
+    recs = [_with_predictions(tmp_path, label, seed, right) for label, right in rights.items()
+            for seed in ((0,) if label == "once (ce)" else (0, 1, 2))]
+    tests = {t.candidate.label: t for t in sections(recs)[0].tests if t.column.key == "ood/hans_synth"}
+    assert tests["big (ce)"].p_holm == tests["big (ce)"].p  # a family of one
+    assert tests["once (ce)"].p_holm != tests["once (ce)"].p_holm  # NaN: outside the family
+    md = build(recs)
+    assert "uncorrected, n=100; 1 seed: no test over seeds" in md
