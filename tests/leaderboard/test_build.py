@@ -290,6 +290,7 @@ def test_a_seed_difference_without_spread_is_no_test():
     from leaderboard.stats import paired_t
 
     assert paired_t([0.01, 0.01, 0.01]) == 1.0
+    assert paired_t([0.31 - 0.38, 0.25 - 0.32, 0.07 - 0.14]) == 1.0  # equal but for float noise
     assert paired_t([0.0, 0.0, 0.0]) == 1.0
     assert paired_t([0.05, 0.06, 0.04, 0.05, 0.07]) < 0.01
 
