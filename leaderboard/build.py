@@ -32,7 +32,6 @@ import numpy as np
 import pandas as pd
 
 from bench.core.records import Column, Record, Reference, load_predictions
-from bench.errors import BenchError
 from leaderboard.plot import heatmap, plot
 from leaderboard.stats import ALPHA, MIN_SEEDS_FOR_INTERVAL, fmt, holm, mcnemar, paired_t
 
@@ -132,6 +131,7 @@ class Section:
     reference: Candidate | None
     tests: list[Test]
     references: list[Reference] = field(default_factory=list)
+    no_reference: str = ""  # why there is none, where candidates tie for it
 
     @property
     def primary(self) -> Column | None:
@@ -166,23 +166,22 @@ def _candidates(records: list[Record]) -> list[Candidate]:
     return [groups[k] for k in sorted(groups)]
 
 
-def _reference(candidates: list[Candidate], records: list[Record]) -> Candidate | None:
+def _reference(candidates: list[Candidate], records: list[Record]) -> tuple[Candidate | None, str]:
     """The candidate the records name as their reference most often; else (an attack study names
     no reference, and its runs may all share a setting such as a cap) the dense ``finetune (ce)``.
-    Either way the fewest settings win a tie, and a tie that remains is refused rather than
-    settled by sort order."""
+    Either way the fewest settings win a tie; a tie that remains gives no reference (and says
+    why) rather than one settled by sort order."""
     links = [r.reference for r in records if r.reference]
     score = {id(c): sum(link in {r.run_id for r in c.records} for link in links) for c in candidates}
     pool = [c for c in candidates if score[id(c)]] or [c for c in candidates if c.label == REFERENCE_LABEL and c.target is None]
     if not pool:
-        return None
+        return None, ""
     rank = {id(c): (-score[id(c)], len(c.settings)) for c in pool}
     best = min(rank.values())
     tied = [c for c in pool if rank[id(c)] == best]
     if len(tied) > 1:
-        raise BenchError(f"no single reference for the paired tests: {' and '.join(c.name for c in tied)} tie; "
-                         "leave one of them out, or rebuild each from its own --out folder")
-    return tied[0]
+        return None, f"none: {' and '.join(c.name for c in tied)} tie as the reference, so no paired tests"
+    return tied[0], ""
 
 
 def _rows(rec: Record, loaded: dict[str, list[dict]]) -> list[dict]:
@@ -261,9 +260,9 @@ def sections(records: list[Record], references: list[Reference] = ()) -> list[Se
         rs = by_table.get(key, [])
         cands = _candidates(rs)
         columns = _columns(rs)
-        reference = _reference(cands, rs)
+        reference, why = _reference(cands, rs)
         out.append(Section(key[0], key[1], rs, cands, columns, reference,
-                           _tests(cands, columns, reference), refs.get(key, [])))
+                           _tests(cands, columns, reference), refs.get(key, []), why))
     return out
 
 
@@ -376,7 +375,7 @@ def _header(sec: Section) -> list[str]:
 
 
 def _legend(sec: Section) -> str:
-    ref = sec.reference.name if sec.reference else "none in this table"
+    ref = sec.reference.name if sec.reference else sec.no_reference or "none in this table"
     primary = f"Ranked by {sec.primary.label} (mean over seeds)" if sec.primary else "Not ranked (no primary column)"
     return (f"{primary}; ▲ / ▼: significantly above / below the reference ({ref}) on it by both paired tests, "
             "each Holm-corrected across this table's tests, p < 0.05, from 3 paired seeds: the exact McNemar test "
