@@ -378,7 +378,7 @@ def _legend(sec: Section) -> str:
     ref = sec.reference.name if sec.reference else sec.no_reference or "none in this table"
     primary = f"Ranked by {sec.primary.label} (mean over seeds)" if sec.primary else "Not ranked (no primary column)"
     return (f"{primary}; ▲ / ▼: significantly above / below the reference ({ref}) on it by both paired tests, "
-            "each Holm-corrected across this table's tests, p < 0.05, from 3 paired seeds: the exact McNemar test "
+            "each Holm-corrected across this table's tests with 3 paired seeds, p < 0.05: the exact McNemar test "
             "on the per-example outcomes of every seed pooled, and the paired t-test of the per-seed differences.")
 
 
