@@ -306,3 +306,24 @@ def test_tests_that_cannot_mark_a_row_stay_out_of_the_holm_family(tmp_path):
     assert tests["once (ce)"].p_holm != tests["once (ce)"].p_holm  # NaN: outside the family
     md = build(recs)
     assert "uncorrected, n=100; 1 seed: no test over seeds" in md
+
+
+def test_one_run_in_two_folders_with_different_results_is_refused(tmp_path):
+    import json
+    import shutil
+
+    from bench.cli import main
+
+    study = Path(__file__).resolve().parents[2] / "results" / "quickstart"
+    rec = sorted((study / "records").glob("*.json"))[0]
+    for half in ("a", "b"):
+        (tmp_path / half / "records").mkdir(parents=True)
+        (tmp_path / half / "predictions").mkdir()
+        shutil.copy(rec, tmp_path / half / "records")
+        shutil.copy((study / "records" / json.loads(rec.read_text())["predictions"]).resolve(), tmp_path / half / "predictions")
+    args = ["leaderboard", "--out", str(tmp_path / "a"), "--out", str(tmp_path / "b"), "--output", str(tmp_path / "t.md")]
+    assert main(args) == 0  # the same run twice: counted once
+    changed = json.loads((tmp_path / "b" / "records" / rec.name).read_text())
+    changed["metrics"]["id"] = 0.0
+    (tmp_path / "b" / "records" / rec.name).write_text(json.dumps(changed))
+    assert main(args) == 2
