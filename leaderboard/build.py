@@ -5,7 +5,8 @@ suite's main columns side by side (clean ID, each OOD set, F_bias, Aua% and Suc%
 recipe, speed-up), then sparsity, non-zero parameters and seeds. Which metric goes in which
 column, and how it is shown, is what each record's suite declared (``Column``); a metric no
 record declares appears under its own name in "other metrics". Details tables follow (ID halves,
-OOD cells, attacks, efficiency), then the paired tests against the reference.
+OOD cells, attacks, efficiency), the checkpoint each seed kept, then the paired tests against
+the reference.
 
 Numbers over seeds are labelled by ``leaderboard.stats``: mean ± sample std, with a t-interval
 from 3 seeds (BCa bootstrap from 10). Each candidate is compared with the reference (the full
@@ -337,6 +338,27 @@ def details_tables(sec: Section) -> list[tuple[str, pd.DataFrame]]:
     return out
 
 
+KEPT = {"training": ("best_step", ("train_steps", "retrain_steps")), "ticket search": ("search_best_step", ("search_steps",))}
+
+
+def kept_table(sec: Section) -> pd.DataFrame | None:
+    """Which checkpoint each seed's model is, where its method kept the best on dev: step kept /
+    steps run (``method_info``). A model kept long before its training ended is that early
+    model, whatever the recipe's epochs say; its robustness numbers describe it, so the step is
+    shown beside them rather than judged by a threshold."""
+    rows = []
+    for cand in sec.candidates:
+        first = {s: next(r for r in cand.records if r.seed == s) for s in cand.seeds}
+        cells = {}
+        for name, (kept, runs) in KEPT.items():
+            parts = [f"s{s} {mi[kept]}/{mi[run]}" for s, r in first.items() if kept in (mi := r.method_info)
+                     for run in runs if run in mi]
+            cells[f"{name}: step kept / steps"] = ", ".join(parts) or "–"
+        if any(v != "–" for v in cells.values()):
+            rows.append({"method": cand.name, "sparsity": f"{cand.target:.0%}" if cand.target is not None else "dense"} | cells)
+    return pd.DataFrame(rows) if rows else None
+
+
 def tests_table(sec: Section) -> pd.DataFrame | None:
     if not sec.tests:
         return None
@@ -410,6 +432,10 @@ def build(records: list[Record], markdown: Path | None = None, references: list[
             out += _plots(sec, markdown)
         for name, df in details_tables(sec):
             out += [f"{name}, {sec.task}:", "", df.to_markdown(index=False, disable_numparse=True), ""]
+        kept = kept_table(sec)
+        if kept is not None:
+            out += [f"Checkpoints kept (best on dev), {sec.task}: step kept / steps run, per seed:", "",
+                    kept.to_markdown(index=False, disable_numparse=True), ""]
         tests = tests_table(sec)
         if tests is not None:
             out += [f"Paired tests against {sec.reference.name}, {sec.task}: difference in the share of the same "

@@ -1,3 +1,4 @@
+import re
 from pathlib import Path
 
 import pytest
@@ -327,3 +328,18 @@ def test_one_run_in_two_folders_with_different_results_is_refused(tmp_path):
     changed["metrics"]["id"] = 0.0
     (tmp_path / "b" / "records" / rec.name).write_text(json.dumps(changed))
     assert main(args) == 2
+
+
+def test_the_checkpoint_each_seed_kept_is_shown_beside_its_numbers():
+    early = [_rec("robust_tickets (ce)", s, 0.5, 0.7, 0.6, 1.0) for s in (0, 1)]
+    early[0].method_info = {"best_step": 304, "retrain_steps": 320, "search_best_step": 16, "search_steps": 96}
+    early[1].method_info = {"best_step": 32, "retrain_steps": 320, "search_best_step": 96, "search_steps": 96}
+    dense = _rec("finetune (ce)", 0, None, 0.8, 0.6, 1.0)
+    dense.method_info = {"best_step": 64, "train_steps": 480}
+    plain = _rec("magnitude (ce)", 0, 0.5, 0.8, 0.6, 1.0)  # records no checkpoint: no row
+    md = build(early + [dense, plain])
+    table = re.sub(r" +", " ", md.split("Checkpoints kept")[1])  # the Markdown pads its cells
+    assert "| robust_tickets (ce) | 50% | s0 304/320, s1 32/320 | s0 16/96, s1 96/96 |" in table
+    assert "| finetune (ce) | dense | s0 64/480 | – |" in table
+    assert "magnitude" not in table.split("\n\n")[1]
+    assert "Checkpoints kept" not in build([plain])
