@@ -59,7 +59,7 @@ def test_an_edited_metric_an_edited_prediction_or_a_wrong_gold_label_is_a_mismat
     assert any(f"has gold {rows[1]['gold']}" in p for p in res.problems)
 
 
-@pytest.mark.parametrize("study", sorted(p.name for p in (ROOT / "results").iterdir() if (p / "records").is_dir()))
+@pytest.mark.parametrize("study", sorted(str(p.parent.relative_to(ROOT / "results")) for p in (ROOT / "results").rglob("records") if p.is_dir()))
 def test_every_committed_study_rescores_without_a_mismatch(study):
     results = rescore(ROOT / "results" / study, str(ROOT.parent / "shared" / "data"))
     assert [r.problems for r in results if r.status == "mismatch"] == []
