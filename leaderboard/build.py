@@ -275,6 +275,10 @@ def _target(c: Candidate, full: int) -> str:
     return "structured" if any(r.sparsity.get("total_params", full) < full for r in c.records) else "dense"
 
 
+def _sparsity(c: Candidate) -> str:
+    return f"{c.target:.0%}" if c.target is not None else "dense"
+
+
 def _mean(c: Candidate, col: Column) -> float:
     vals = [v for v in c.values(col.key) if v is not None and not (isinstance(v, float) and math.isnan(v))]
     return float(np.mean(vals)) if vals else math.nan
@@ -332,7 +336,7 @@ def details_tables(sec: Section) -> list[tuple[str, pd.DataFrame]]:
         for cand in sec.candidates:
             cells = {c.label: fmt(cand.values(c.key), *SCALE[c.kind]) for c in cols}
             if any(v != "–" for v in cells.values()):
-                rows.append({"method": cand.name, "sparsity": f"{cand.target:.0%}" if cand.target is not None else "dense"} | cells)
+                rows.append({"method": cand.name, "sparsity": _sparsity(cand)} | cells)
         if rows:
             out.append((name, pd.DataFrame(rows)))
     return out
@@ -355,7 +359,7 @@ def kept_table(sec: Section) -> pd.DataFrame | None:
                      for run in runs if run in mi]
             cells[f"{name}: step kept / steps"] = ", ".join(parts) or "–"
         if any(v != "–" for v in cells.values()):
-            rows.append({"method": cand.name, "sparsity": f"{cand.target:.0%}" if cand.target is not None else "dense"} | cells)
+            rows.append({"method": cand.name, "sparsity": _sparsity(cand)} | cells)
     return pd.DataFrame(rows) if rows else None
 
 
@@ -365,8 +369,7 @@ def tests_table(sec: Section) -> pd.DataFrame | None:
     cols = list(dict.fromkeys(t.column.label for t in sec.tests))
     rows: dict[int, dict] = {}
     for t in sec.tests:
-        row = rows.setdefault(id(t.candidate), {"method": t.candidate.name, "sparsity": f"{t.candidate.target:.0%}"
-                                                if t.candidate.target is not None else "dense"})
+        row = rows.setdefault(id(t.candidate), {"method": t.candidate.name, "sparsity": _sparsity(t.candidate)})
         mark = " ✓" if t.significant else ""
         k = len(t.seed_deltas)
         if k >= MIN_SEEDS_FOR_INTERVAL:
