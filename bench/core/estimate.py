@@ -3,8 +3,7 @@ split sizes, and estimated seconds per job for ``bench sweep --dry-run``."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from bench.core import records
 from bench.core.runner import Runner
 from bench.errors import BenchError
 from bench.registry import METHODS, SUITES, TASKS
@@ -13,19 +12,15 @@ from bench.spec.run import RunSpec
 from bench.spec.sweep import Throughput
 
 
-def record_path(runner: Runner, spec: RunSpec) -> Path:
-    return runner.out / "records" / f"{runner.run_id(spec)}.json"
-
-
 def finished(jobs: dict[str, Job], runner: Runner) -> tuple[set[str], set[str]]:
-    """(done, unknown): records that exist, candidates already cached; ``unknown`` where the
-    data or backbone is not on this machine (a dry run of a paper-scale spec)."""
+    """(done, unknown): records that exist with their predictions, candidates already cached;
+    ``unknown`` where the data or backbone is not on this machine (a dry run of a paper-scale spec)."""
     done: set[str] = set()
     unknown: set[str] = set()
     for jid, job in jobs.items():
         try:
             if job.kind == "evaluate":
-                hit = record_path(runner, job.spec).is_file()
+                hit = records.finished(runner.out, runner.run_id(job.spec))
             else:
                 hit = (runner.artifact(job.spec)[0] / "candidate.json").is_file()
         except BenchError:

@@ -131,12 +131,23 @@ def load_records(records_dir: Path) -> list[Record]:
     return [load_record(p) for p in sorted(records_dir.glob("*.json"))]
 
 
+def predictions_path(out: Path, run_id: str) -> Path:
+    return out / "predictions" / f"{run_id}.jsonl.gz"
+
+
+def finished(out: Path, run_id: str) -> bool:
+    """Whether ``out`` holds the run's record and its predictions. A record without them (made
+    before every record kept its per-example predictions) cannot be re-scored, so a run or sweep
+    makes it again rather than skipping it."""
+    return (out / "records" / f"{run_id}.json").is_file() and predictions_path(out, run_id).is_file()
+
+
 def write_predictions(out: Path, run_id: str, rows: list[dict]) -> tuple[str, str]:
     """The per-example rows as gzipped JSON lines under ``out/predictions`` (written atomically,
     byte-identical for identical rows); returns its path relative to the records and its sha256."""
     text = "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows)
     data = gzip.compress(text.encode("utf-8"), mtime=0)
-    write_atomic(out / "predictions" / f"{run_id}.jsonl.gz", data)
+    write_atomic(predictions_path(out, run_id), data)
     return f"../predictions/{run_id}.jsonl.gz", hashlib.sha256(data).hexdigest()
 
 

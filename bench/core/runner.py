@@ -28,7 +28,7 @@ from bench.core.provenance import (
     reset_peak_memory,
     versions,
 )
-from bench.core.records import Record, load_record, write_predictions
+from bench.core.records import Record, finished, load_record, write_predictions
 from bench.data.examples import TaskData
 from bench.errors import BenchError
 from bench.metrics import degenerate
@@ -153,8 +153,10 @@ class Runner:
         rid = self.run_id(spec)
         path = self.out / "records" / f"{rid}.json"
         if path.is_file() and not force:
-            self.log(f"[bench] {rid}: record exists, skipped")
-            return load_record(path)
+            if finished(self.out, rid):
+                self.log(f"[bench] {rid}: record exists, skipped")
+                return load_record(path)
+            self.log(f"[bench] {rid}: record has no predictions (made before they were kept), made again")
         t0 = time.time()
         reset_peak_memory(torch_device(spec))
         method: Method = METHODS.get(spec.method)

@@ -263,6 +263,13 @@ def test_done_jobs_are_skipped_and_missing_ones_rerun(tmp_path, tiny_bert):
     assert [j.kind for j in todo.values()] == ["evaluate"]  # the cached candidate is not rebuilt
     assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == code
     assert imp_record.is_file()
+    # a record without its predictions (made before they were kept) is not done: made again
+    preds = out / "predictions" / f"{imp_record.stem}.jsonl.gz"
+    preds.unlink()
+    todo = pending(jobs, finished(jobs, runner)[0])
+    assert [j.kind for j in todo.values()] == ["evaluate"]
+    assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == code
+    assert preds.is_file() and pending(jobs, finished(jobs, runner)[0]) == {}
 
 
 def test_a_cuda_sweep_without_a_gpu_is_refused_before_anything_runs(tmp_path, capsys, monkeypatch):
