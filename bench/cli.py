@@ -212,11 +212,11 @@ def degenerate(records: list) -> str:
 
 
 def _records(runs: list, out: Path) -> list:
-    from bench.core.records import load_record
+    from bench.core.records import load_record, record_path
     from bench.core.runner import Runner
 
     runner = Runner(out, progress=False, log=lambda m: None)
-    paths = [out / "records" / f"{runner.run_id(spec)}.json" for spec in runs]
+    paths = [record_path(out, runner.run_id(spec)) for spec in runs]
     return [load_record(p) for p in paths if p.is_file()]
 
 

@@ -131,6 +131,10 @@ def load_records(records_dir: Path) -> list[Record]:
     return [load_record(p) for p in sorted(records_dir.glob("*.json"))]
 
 
+def record_path(out: Path, run_id: str) -> Path:
+    return out / "records" / f"{run_id}.json"
+
+
 def predictions_path(out: Path, run_id: str) -> Path:
     return out / "predictions" / f"{run_id}.jsonl.gz"
 
@@ -139,7 +143,7 @@ def finished(out: Path, run_id: str) -> bool:
     """Whether ``out`` holds the run's record and its predictions. A record without them (made
     before every record kept its per-example predictions) cannot be re-scored, so a run or sweep
     makes it again rather than skipping it."""
-    return (out / "records" / f"{run_id}.json").is_file() and predictions_path(out, run_id).is_file()
+    return record_path(out, run_id).is_file() and predictions_path(out, run_id).is_file()
 
 
 def write_predictions(out: Path, run_id: str, rows: list[dict]) -> tuple[str, str]:

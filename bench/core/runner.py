@@ -28,7 +28,7 @@ from bench.core.provenance import (
     reset_peak_memory,
     versions,
 )
-from bench.core.records import Record, finished, load_record, write_predictions
+from bench.core.records import Record, finished, load_record, record_path, write_predictions
 from bench.data.examples import TaskData
 from bench.errors import BenchError
 from bench.metrics import degenerate
@@ -151,7 +151,7 @@ class Runner:
     def run(self, spec: RunSpec, force: bool = False) -> Record:
         """The record of ``spec``: read when it exists (unless ``force``), else made and written."""
         rid = self.run_id(spec)
-        path = self.out / "records" / f"{rid}.json"
+        path = record_path(self.out, rid)
         if path.is_file() and not force:
             if finished(self.out, rid):
                 self.log(f"[bench] {rid}: record exists, skipped")
