@@ -76,7 +76,8 @@ def _parser() -> argparse.ArgumentParser:
 
     lb = sub.add_parser("leaderboard", help="regenerate the Markdown leaderboard from records")
     lb.add_argument("--out", action="append", help="output directory whose records/ to read (repeatable: one "
-                    "table per task across studies; default runs/)")
+                    "table per task across studies; a folder with a studies.toml stands for the studies "
+                    "it names; default runs/)")
     lb.add_argument("--output", help="Markdown file to write (default: OUT/LEADERBOARD.md)")
 
     rs = sub.add_parser("rescore", help="recompute every metric of every record from its predictions and the data")
@@ -136,6 +137,31 @@ def reference_markdown() -> str:
     return "\n".join(out) + "\n"
 
 
+STUDIES = "studies.toml"
+
+
+def _studies(out: Path) -> list[Path]:
+    """A folder with a ``studies.toml`` (``studies = ["../rmc", ...]``, relative to it) stands for
+    those study folders: its LEADERBOARD.md is their shared table, one per task (issue 27, item
+    5), and it rebuilds from them as a study's does from its records."""
+    import tomllib
+
+    from bench.errors import BenchError
+
+    path = out / STUDIES
+    if not path.is_file():
+        return [out]
+    try:
+        names = tomllib.loads(path.read_text())["studies"]
+        assert isinstance(names, list) and names and all(isinstance(n, str) for n in names)
+    except (tomllib.TOMLDecodeError, KeyError, AssertionError) as e:
+        raise BenchError(f"{path}: needs studies = [\"../<study>\", ...], a list of folders ({type(e).__name__})") from None
+    missing = [n for n in names if not (out / n / "records").is_dir()]
+    if missing:
+        raise BenchError(f"{path}: no records/ folder in {', '.join(missing)}")
+    return [out / n for n in names]
+
+
 def write_leaderboard(out: Path | list[Path], output: Path | None = None) -> Path:
     """OUT/records (and OUT/references) -> Markdown; needs no torch. Several OUTs (studies)
     give one table per task and backbone with every candidate of them all."""
@@ -143,10 +169,12 @@ def write_leaderboard(out: Path | list[Path], output: Path | None = None) -> Pat
     from bench.errors import BenchError
     from leaderboard.build import build
 
-    outs = list({o.resolve(): o for o in (out if isinstance(out, list) else [out])}.values())  # each folder once
-    if len(outs) > 1 and output is None:
+    outs = [s for o in (out if isinstance(out, list) else [out]) for s in _studies(o)]
+    outs = list({o.resolve(): o for o in outs}.values())  # each folder once
+    first = out[0] if isinstance(out, list) else out
+    if len(outs) > 1 and output is None and not (first / STUDIES).is_file():
         raise BenchError("several --out directories need --output FILE for their shared leaderboard")
-    target = output or outs[0] / "LEADERBOARD.md"
+    target = output or first / "LEADERBOARD.md"
     records = {}
     for r in (r for o in outs for r in load_records(o / "records")):
         seen = records.setdefault(r.run_id, r)

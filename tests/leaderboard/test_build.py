@@ -147,7 +147,8 @@ def test_each_published_leaderboard_is_what_its_committed_records_build(markdown
     from bench.cli import write_leaderboard
 
     assert len(PUBLISHED) >= 4  # an empty glob would skip this test, not fail it
-    assert any((markdown.parent / "records").glob("*.json")), f"{markdown} has no records beside it"
+    assert any((markdown.parent / "records").glob("*.json")) or (markdown.parent / "studies.toml").is_file(), (
+        f"{markdown} has no records beside it and no studies.toml naming the studies it is built from")
     rebuilt = write_leaderboard(markdown.parent, tmp_path / "LEADERBOARD.md").read_text().splitlines()
     published = markdown.read_text().splitlines()
     assert len(rebuilt) == len(published)
@@ -254,6 +255,10 @@ def test_studies_in_several_directories_share_one_table_with_their_paired_tests(
     assert out.read_text().split("\n## ", 1)[1].split("![")[0] == committed.split("![")[0]
     assert "Paired tests" in committed
     assert main(["leaderboard", "--out", str(tmp_path / "a"), "--out", str(tmp_path / "b")]) == 2
+    (tmp_path / "both").mkdir()  # a folder naming the studies stands for them: its own LEADERBOARD.md
+    (tmp_path / "both" / "studies.toml").write_text('studies = ["../a", "../b"]\n')
+    assert main(["leaderboard", "--out", str(tmp_path / "both")]) == 0
+    assert (tmp_path / "both" / "LEADERBOARD.md").read_text().split("\n## ", 1)[1] == out.read_text().split("\n## ", 1)[1]
     twice = tmp_path / "twice.md"  # one folder named twice counts its records once
     assert main(["leaderboard", "--out", str(tmp_path / "a"), "--out", str(tmp_path / "a"), "--output", str(twice)]) == 0
     assert f"Generated from {len(list((tmp_path / 'a' / 'records').glob('*.json')))} run records" in twice.read_text()
@@ -343,3 +348,15 @@ def test_the_checkpoint_each_seed_kept_is_shown_beside_its_numbers():
     assert "| finetune (ce) | dense | s0 64/480 | – |" in table
     assert "magnitude" not in table.split("\n\n")[1]
     assert "Checkpoints kept" not in build([plain])
+
+
+@pytest.mark.parametrize("text, says", [("studies = \"../a\"\n", "needs studies = ["), ("studies = [\n", "needs studies = ["),
+                                        ("studies = [\"../nowhere\"]\n", "no records/ folder in ../nowhere")])
+def test_a_bad_studies_file_is_one_line_and_exit_2(tmp_path, capsys, text, says):
+    from bench.cli import main
+
+    (tmp_path / "cross").mkdir()
+    (tmp_path / "cross" / "studies.toml").write_text(text)
+    assert main(["leaderboard", "--out", str(tmp_path / "cross")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert says in err and "\n" not in err and "Traceback" not in err
