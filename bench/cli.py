@@ -152,10 +152,11 @@ def _studies(out: Path) -> list[Path]:
     if not path.is_file():
         return [out]
     try:
-        names = tomllib.loads(path.read_text())["studies"]
-        assert isinstance(names, list) and names and all(isinstance(n, str) for n in names)
-    except (tomllib.TOMLDecodeError, KeyError, AssertionError) as e:
-        raise BenchError(f"{path}: needs studies = [\"../<study>\", ...], a list of folders ({type(e).__name__})") from None
+        names = tomllib.loads(path.read_text()).get("studies")
+    except tomllib.TOMLDecodeError as e:
+        raise BenchError(f"{path}: needs studies = [\"../<study>\", ...], a list of folders (not TOML: {e})") from None
+    if not (isinstance(names, list) and names and all(isinstance(n, str) for n in names)):
+        raise BenchError(f"{path}: needs studies = [\"../<study>\", ...], a list of folders")
     missing = [n for n in names if not (out / n / "records").is_dir()]
     if missing:
         raise BenchError(f"{path}: no records/ folder in {', '.join(missing)}")
@@ -169,12 +170,11 @@ def write_leaderboard(out: Path | list[Path], output: Path | None = None) -> Pat
     from bench.errors import BenchError
     from leaderboard.build import build
 
-    outs = [s for o in (out if isinstance(out, list) else [out]) for s in _studies(o)]
-    outs = list({o.resolve(): o for o in outs}.values())  # each folder once
-    first = out[0] if isinstance(out, list) else out
-    if len(outs) > 1 and output is None and not (first / STUDIES).is_file():
+    given = list({o.resolve(): o for o in (out if isinstance(out, list) else [out])}.values())  # each folder once
+    if len(given) > 1 and output is None:
         raise BenchError("several --out directories need --output FILE for their shared leaderboard")
-    target = output or first / "LEADERBOARD.md"
+    target = output or given[0] / "LEADERBOARD.md"
+    outs = list({s.resolve(): s for o in given for s in _studies(o)}.values())
     records = {}
     for r in (r for o in outs for r in load_records(o / "records")):
         seen = records.setdefault(r.run_id, r)
