@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 DEFAULT_OUT = "runs"
@@ -189,10 +190,10 @@ def write_leaderboard(out: Path | list[Path], output: Path | None = None) -> Pat
 def _writable(out: Path) -> None:
     from bench.errors import BenchError
 
-    try:
+    try:  # a probe file of its own: a shared name races with another run on the same folder
         out.mkdir(parents=True, exist_ok=True)
-        (out / ".write-test").touch()
-        (out / ".write-test").unlink()
+        with tempfile.TemporaryFile(dir=out):
+            pass
     except OSError as e:
         raise BenchError(f"output directory {out} is not writable: {e.strerror}") from e
 

@@ -106,3 +106,14 @@ def test_the_lock_file_is_never_truncated_nor_followed_through_a_symlink(tmp_pat
     with exclusive(tmp_path / "artifact"):
         ran.append(True)
     assert ran and victim.read_text() == "keep me"
+
+
+def test_the_writability_probe_is_safe_when_runs_share_a_folder(tmp_path):
+    """Two runs started together on one --out once failed with 'not writable' (a shared probe name)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bench.cli import _writable
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: _writable(tmp_path), range(4000)))
+    assert list(tmp_path.iterdir()) == []
