@@ -34,6 +34,7 @@ import numpy as np
 from tqdm import tqdm
 
 from bench.api import Candidate, Column, Context, Suite, SuiteResult
+from bench.core.atomic import write_atomic
 from bench.data.corpus import held_out_texts
 from bench.data.examples import Example, sha256_file, stratified_sample
 from bench.errors import BenchError
@@ -231,11 +232,8 @@ class Adversarial(Suite):
         done = load_rows(path, header)
         if [r["uid"] for r in done] != [e.uid for e in sample[: len(done)]]:
             done = []  # not this sample's partial results: start over
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # rewrite what is kept (drops a torn last line), then append
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text("".join(json.dumps(r) + "\n" for r in [header, *done]), encoding="utf-8")
-        tmp.replace(path)
+        # rewrite what is kept (drops a torn last line) under a temporary name of its own, then append
+        write_atomic(path, "".join(json.dumps(r) + "\n" for r in [header, *done]))
         counts = {"successful": 0, "failed": 0, "skipped": 0}
         for r in done:
             counts[r["result"]] += 1

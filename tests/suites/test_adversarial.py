@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from bench.core.records import load_predictions
+from bench.data.examples import Example
 from bench.errors import BenchError
 from bench.spec.run import grid, resolve
 from suites.adversarial import AttackParams, load_rows, summarize
@@ -91,6 +92,23 @@ def test_an_interrupted_attack_resumes_and_equals_an_uninterrupted_one(tmp_path,
     b = load_predictions(tmp_path / "b" / "records", resumed)
     strip = lambda rows: [{k: v for k, v in x.items() if k != "seconds"} for x in rows]  # noqa: E731
     assert strip(a) == strip(b)
+
+
+def test_two_processes_resuming_one_attack_journal_do_not_share_a_staging_file(tmp_path):
+    """The journal of finished examples is rewritten on resume; a fixed staging name (``<name>.tmp``)
+    would be shared by two runs of the same job on one ``--out``. Here that name is taken."""
+    from suites.adversarial import Adversarial
+
+    sample = [Example(f"u{i}", f"text {i}", None, i % 2) for i in range(2)]
+    header = {"recipe": "textfooler", "settings": {}, "resources": [], "sample_seed": 0}
+    rows = [{"set": "textfooler", "uid": e.uid, "gold": e.label, "result": "failed"} for e in sample]
+    path = tmp_path / "textfooler.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in [header, *rows]) + '{"torn', encoding="utf-8")
+    (tmp_path / "textfooler.jsonl.tmp").mkdir()  # the other run's staging file, mid-write
+    done = Adversarial._attack(None, None, "textfooler", sample, False, path, header, False, 0)  # nothing left to attack
+    assert done == rows
+    assert path.read_text(encoding="utf-8").splitlines() == [json.dumps(r) for r in [header, *rows]]  # torn line dropped
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["textfooler.jsonl", "textfooler.jsonl.tmp"]  # nothing left behind
 
 
 def test_harness_and_textattack_attacker_agree_example_by_example(runner, attack_spec):
