@@ -25,7 +25,7 @@ Paradigms (figure 1 of the paper):
 - ``pretrained``: masks on the pre-trained model, no weight training; the randomly
   initialised classifier head (pooler and classifier) is trained instead of masked.
 
-``ood_mix`` > 0 is the "sparse and unbiased" upper bound (section 4.4): that fraction of the ID
+``ood_mix`` > 0 is the "sparse and unbiased" upper bound (section 4.5): that fraction of the ID
 training set is added as OOD *training* data (HANS train for MNLI, PAWS train for QQP,
 FEVER-Symm v2 dev x10 for FEVER), never OOD test data; methods never see OOD test sets.
 

@@ -150,7 +150,7 @@ def test_present_but_corrupt_local_file_never_falls_back_to_the_hub(data_dir, mo
 
 
 def test_qqp_s_ood_information_is_both_paws_training_sets(tmp_path):
-    """SRNet section 4.4: "PAWS train" for QQP is PAWS-QQP's and PAWS-Wiki's training sets."""
+    """SRNet section 4.5: "PAWS train" for QQP is PAWS-QQP's and PAWS-Wiki's training sets."""
     from bench.data.tasks.glue import paws_train_loader
 
     rows = lambda n, tag: "id\tsentence1\tsentence2\tlabel\n" + "".join(  # noqa: E731

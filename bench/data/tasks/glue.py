@@ -190,7 +190,7 @@ def load_paws(data_dir: Path | None, which: str) -> EvalSet:
 
 def paws_train_loader(data_dir: Path | None):
     """PAWS-QQP's and PAWS-Wiki's training sets together: the OOD information for QQP (SRNet
-    section 4.4 mixes in "PAWS train", both of them)."""
+    section 4.5 mixes in "PAWS train", both of them)."""
 
     def read() -> tuple[list[Example], DataSource]:
         paths = [find_file(data_dir, PAWS_FILES[k], f"PAWS-{k.removeprefix('train_')} training set (OOD information; "
