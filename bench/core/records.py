@@ -164,7 +164,9 @@ def load_predictions(records_dir: Path, record: Record) -> list[dict]:
         data = path.read_bytes()
     except OSError as e:
         raise BenchError(f"{path}: predictions of {record.run_id} not readable ({e.strerror})") from e
-    if record.predictions_sha256 and hashlib.sha256(data).hexdigest() != record.predictions_sha256:
+    if not record.predictions_sha256:  # without it, an edited file would re-score as if it were the run's
+        raise BenchError(f"record {record.run_id} has no predictions checksum: its per-example file cannot be verified")
+    if hashlib.sha256(data).hexdigest() != record.predictions_sha256:
         raise BenchError(f"{path}: checksum differs from the one in record {record.run_id} (edited or corrupt)")
     try:
         text = gzip.decompress(data).decode("utf-8") if path.suffix == ".gz" else data.decode("utf-8")

@@ -46,6 +46,9 @@ def test_an_edited_metric_an_edited_prediction_or_a_wrong_gold_label_is_a_mismat
     preds.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode(), mtime=0))
     (res,) = [r for r in rescore(runner.out) if r.run_id == rec.run_id]
     assert res.status == "mismatch" and "checksum differs" in res.problems[0]
+    _rewrite(path, lambda d: d.update(predictions_sha256=""))  # dropping the checksum does not hide the edit
+    (res,) = [r for r in rescore(runner.out) if r.run_id == rec.run_id]
+    assert res.status == "mismatch" and "no predictions checksum" in res.problems[0]
 
     _rewrite(path, lambda d: d.update(predictions_sha256=hashlib.sha256(preds.read_bytes()).hexdigest()))
     (res,) = [r for r in rescore(runner.out) if r.run_id == rec.run_id]
