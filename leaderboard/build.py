@@ -13,9 +13,9 @@ from 3 seeds (BCa bootstrap from 10). Each candidate is compared with the refere
 standard-CE model of the same seed, linked from the records; for suites that record no
 reference, such as an attack study, the dense ``finetune (ce)`` row with the fewest settings) by
 two paired tests: exact McNemar on the per-example outcomes of every seed pooled, and a paired t
-over the per-seed differences, each Holm-corrected across the tests with 3 paired seeds. The
+over the per-seed differences, each Holm-corrected across the tests with at least 3 paired seeds. The
 rank orders candidates by the primary column and marks (▲ / ▼) a difference from the reference
-only where both tests agree from 3 paired seeds. A row any of
+only where both tests agree from at least 3 paired seeds. A row any of
 whose seeds did not learn its task (``degenerate``) is flagged and never ranked. Published
 numbers that a sweep spec carries are extra rows, labelled "published:", never averaged.
 """
@@ -403,7 +403,7 @@ def _legend(sec: Section) -> str:
     ref = sec.reference.name if sec.reference else sec.no_reference or "none in this table"
     primary = f"Ranked by {sec.primary.label} (mean over seeds)" if sec.primary else "Not ranked (no primary column)"
     return (f"{primary}; ▲ / ▼: significantly above / below the reference ({ref}) on it by both paired tests, "
-            "each Holm-corrected across this table's tests with 3 paired seeds, p < 0.05: the exact McNemar test "
+            "each Holm-corrected across this table's tests with at least 3 paired seeds, p < 0.05: the exact McNemar test "
             "on the per-example outcomes of every seed pooled, and the paired t-test of the per-seed differences.")
 
 
