@@ -116,7 +116,7 @@ class Test:
 
     @property
     def significant(self) -> bool:
-        """Both tests (Holm) in the same direction, from 3 paired seeds: a difference on the
+        """Both tests (Holm) in the same direction, from at least 3 paired seeds: a difference on the
         examples that the variation between training runs does not explain."""
         return (self.p_holm < ALPHA and len(self.seed_deltas) >= MIN_SEEDS_FOR_INTERVAL and self.seed_p_holm < ALPHA
                 and (self.delta > 0) == (float(np.mean(self.seed_deltas)) > 0))
