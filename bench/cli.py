@@ -12,7 +12,6 @@ the leaderboard from the records. Bad input ends with one line on stderr, exit 2
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -164,10 +163,14 @@ def _studies(out: Path) -> list[Path]:
     return [out / n for n in names]
 
 
+def _dirty(record) -> bool:
+    return record.provenance.get("git", {}).get("dirty") is not False
+
+
 def write_leaderboard(out: Path | list[Path], output: Path | None = None) -> Path:
     """OUT/records (and OUT/references) -> Markdown; needs no torch. Several OUTs (studies)
     give one table per task and backbone with every candidate of them all."""
-    from bench.core.records import load_records, load_references, write_atomic
+    from bench.core.records import load_records, load_references, same_results, write_atomic
     from bench.errors import BenchError
     from leaderboard.build import build
 
@@ -179,9 +182,12 @@ def write_leaderboard(out: Path | list[Path], output: Path | None = None) -> Pat
     records = {}
     for r in (r for o in outs for r in load_records(o / "records")):
         seen = records.setdefault(r.run_id, r)
-        if seen is not r and (json.dumps(seen.metrics, sort_keys=True), seen.predictions_sha256) != (
-                json.dumps(r.metrics, sort_keys=True), r.predictions_sha256):  # as text: NaN equals NaN
+        if seen is r:
+            continue
+        if not same_results(seen, r):
             raise BenchError(f"run {r.run_id} is in {seen.where} and {r.where} with different results: keep one")
+        if _dirty(seen) and not _dirty(r):  # one run in two studies: the copy made from a clean tree
+            records[r.run_id] = r
     records = list(records.values())
     write_atomic(target, build(records, markdown=target, references=[x for o in outs for x in load_references(o)]))
     return target

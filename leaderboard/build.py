@@ -106,6 +106,7 @@ class Candidate:
 class Test:
     candidate: Candidate
     column: Column
+    reference: Candidate  # the section's reference, or its twin on the candidate's device
     pairs: int
     delta: float  # candidate minus reference, share of paired examples right
     p: float  # exact McNemar on the examples of every seed pooled
@@ -216,16 +217,37 @@ def is_right(row: dict) -> bool | None:
     return None if right is None else bool(right)
 
 
+def device(c: Candidate) -> str:
+    return c.records[0].provenance.get("config", {}).get("device") or "cpu"  # a part of the variant
+
+
+def twin(ref: Candidate, cand: Candidate, candidates: list[Candidate]) -> Candidate | None:
+    """The reference a candidate is paired with: the section's, or where the candidate ran on
+    another device, the reference's own run there (the same label and settings). A seed on a
+    GPU is not the same training run as on the CPU (TF32, other batch order), so a difference
+    across devices would not be the method's alone; without a twin there is no test."""
+    if device(cand) == device(ref):
+        return ref
+    plain = [s for s in ref.settings if s != device(ref)]
+    same = [c for c in candidates if (c.label, c.target) == (ref.label, ref.target) and device(c) == device(cand)
+            and [s for s in c.settings if s != device(c)] == plain]
+    return same[0] if len(same) == 1 else None
+
+
 def _tests(candidates: list[Candidate], columns: list[Column], ref: Candidate | None) -> list[Test]:
     if ref is None:
         return []
     tests, loaded = [], {}
     for col in (c for c in columns if c.rows and c.table == "main"):
-        base = _outcomes(ref, col, loaded)
-        if not base:
-            continue
+        bases = {}
         for cand in candidates:
-            if cand is ref or cand.degenerate:
+            mate = twin(ref, cand, candidates)
+            if mate is None or cand is mate or cand.degenerate:
+                continue
+            if id(mate) not in bases:
+                bases[id(mate)] = _outcomes(mate, col, loaded)
+            base = bases[id(mate)]
+            if not base:
                 continue
             mine = _outcomes(cand, col, loaded)
             keys = [k for k in mine if k in base]
@@ -234,8 +256,8 @@ def _tests(candidates: list[Candidate], columns: list[Column], ref: Candidate | 
                 p, b, c = mcnemar(pairs)
                 deltas = [mine_v - ref_v for s in sorted({k[0] for k in keys})  # the seeds behind the pairs
                           if (mine_v := metric_value(cand, s, col.key)) is not None
-                          and (ref_v := metric_value(ref, s, col.key)) is not None]
-                tests.append(Test(cand, col, len(pairs), (b - c) / len(pairs), p, deltas, paired_t(deltas)))
+                          and (ref_v := metric_value(mate, s, col.key)) is not None]
+                tests.append(Test(cand, col, mate, len(pairs), (b - c) / len(pairs), p, deltas, paired_t(deltas)))
     family = [t for t in tests if len(t.seed_deltas) >= MIN_SEEDS_FOR_INTERVAL]  # only tests that can mark a row
     for t, adjusted, seed_adjusted in zip(family, holm([t.p for t in family]), holm([t.seed_p for t in family]), strict=True):
         t.p_holm, t.seed_p_holm = adjusted, seed_adjusted
@@ -299,7 +321,20 @@ def ranks(sec: Section) -> dict[int, str]:
     out = {id(c): f"{i}{' ' + marks[id(c)] if id(c) in marks else ''}" for i, c in enumerate(ranked, 1)}
     if sec.reference is not None and id(sec.reference) in out:
         out[id(sec.reference)] += " (ref)"
+    for mate in _twins(sec):
+        if id(mate) in out:
+            out[id(mate)] += f" (ref, {device(mate)})"
     return out
+
+
+def _twins(sec: Section) -> list[Candidate]:
+    """The reference's twins on other devices that some test was paired with."""
+    return list({id(t.reference): t.reference for t in sec.tests if t.reference is not sec.reference}.values())
+
+
+def _against(sec: Section) -> str:
+    """The reference as the legend and the paired tests' heading name it, with its twins."""
+    return sec.reference.name + "".join(f"; rows on {device(m)}: against {m.name}" for m in _twins(sec))
 
 
 def main_table(sec: Section) -> pd.DataFrame:
@@ -400,7 +435,7 @@ def _header(sec: Section) -> list[str]:
 
 
 def _legend(sec: Section) -> str:
-    ref = sec.reference.name if sec.reference else sec.no_reference or "none in this table"
+    ref = _against(sec) if sec.reference else sec.no_reference or "none in this table"
     primary = f"Ranked by {sec.primary.label} (mean over seeds)" if sec.primary else "Not ranked (no primary column)"
     return (f"{primary}; ▲ / ▼: significantly above / below the reference ({ref}) on it by both paired tests, "
             "each Holm-corrected across this table's tests with at least 3 paired seeds, p < 0.05: the exact McNemar test "
@@ -441,7 +476,7 @@ def build(records: list[Record], markdown: Path | None = None, references: list[
                     kept.to_markdown(index=False, disable_numparse=True), ""]
         tests = tests_table(sec)
         if tests is not None:
-            out += [f"Paired tests against {sec.reference.name}, {sec.task}: difference in the share of the same "
+            out += [f"Paired tests against {_against(sec)}, {sec.task}: difference in the share of the same "
                     "examples right, points (Holm-adjusted exact McNemar p, n paired examples over all seeds; "
                     "Holm-adjusted paired t p over k seeds; ✓ both p < 0.05 in the same direction, k ≥ 3):", "",
                     tests.to_markdown(index=False, disable_numparse=True), ""]

@@ -22,8 +22,6 @@ from bench.metrics import degenerate
 from bench.registry import SUITES, TASKS
 from bench.spec.run import resolve
 
-TIMED = "eff/"
-
 
 @dataclass
 class Rescored:

@@ -360,3 +360,73 @@ def test_a_bad_studies_file_is_one_line_and_exit_2(tmp_path, capsys, text, says)
     assert main(["leaderboard", "--out", str(tmp_path / "cross")]) == 2
     err = capsys.readouterr().err.strip()
     assert says in err and "\n" not in err and "Traceback" not in err
+
+
+def _copy_of_one_run(out, *, probs, latency, dirty, flip=False):
+    """One run's record in study folder ``out``: ten rows with class probabilities ``probs``,
+    a latency, a per-row wall time and adversarial text, a clean or dirty tree, and optionally
+    one prediction flipped."""
+    from bench.core.records import record_path, write_atomic, write_predictions
+
+    r = _rec("finetune (ce)", 0, None, 0.5, 0.5, 1.0)
+    r.metrics["eff/latency_bs1_ms"] = latency
+    r.provenance["git"] = {"commit": "abc", "dirty": dirty}
+    rows = [{"set": "hans_synth", "uid": f"u{i}", "gold": 1, "pred": int(not (flip and i == 0)), "probs": [1 - probs, probs],
+             "seconds": latency / 10, "perturbed": f"took {latency} ms"} for i in range(10)]
+    r.predictions, r.predictions_sha256 = write_predictions(out, r.run_id, rows)
+    write_atomic(record_path(out, r.run_id), r.to_json())
+
+
+def test_one_run_in_two_studies_is_one_row_if_only_timings_and_float_noise_differ(tmp_path, monkeypatch, capsys):
+    """A run id hashes the whole configuration: a study may hold a run another study made, on
+    other cores or thread counts (issue 27: the RMC study's CPU teacher is the compact study's).
+    Timings, an attack's text and the 4th decimal of a probability may differ; a prediction may
+    not."""
+    import leaderboard.build
+    from bench.cli import main
+
+    _copy_of_one_run(tmp_path / "a", probs=0.8160, latency=9.7, dirty=True)
+    _copy_of_one_run(tmp_path / "b", probs=0.8159, latency=87.1, dirty=False)
+    kept = []
+    real = leaderboard.build.build
+    monkeypatch.setattr(leaderboard.build, "build", lambda records, **kw: kept.extend(records) or real(records, **kw))
+    assert main(["leaderboard", "--out", str(tmp_path / "a"), "--out", str(tmp_path / "b"), "--output",
+                 str(tmp_path / "both.md")]) == 0
+    assert [r.provenance["git"]["dirty"] for r in kept] == [False]  # once, the copy from a clean tree
+    assert "Generated from 1 run records" in (tmp_path / "both.md").read_text()
+
+    _copy_of_one_run(tmp_path / "c", probs=0.8160, latency=9.7, dirty=False, flip=True)
+    assert main(["leaderboard", "--out", str(tmp_path / "a"), "--out", str(tmp_path / "c"), "--output",
+                 str(tmp_path / "x.md")]) == 2
+    assert "with different results: keep one" in capsys.readouterr().err
+    _copy_of_one_run(tmp_path / "d", probs=0.8180, latency=9.7, dirty=False)  # 2e-3 apart: not float noise
+    assert main(["leaderboard", "--out", str(tmp_path / "a"), "--out", str(tmp_path / "d"), "--output",
+                 str(tmp_path / "y.md")]) == 2
+
+
+def test_a_row_on_another_device_is_paired_with_the_references_run_there(tmp_path):
+    """A CUDA seed is not the CPU run of that seed (TF32, other batch order): a CUDA row is
+    tested against the reference's CUDA twin, and without one it has no test, rather than a
+    difference that mixes the method with the device."""
+    half = [True] * 50 + [False] * 50
+    most = [True] * 80 + [False] * 20
+
+    def on(dev, label, seed, right):
+        r = _with_predictions(tmp_path / dev, label, seed, right)
+        r.provenance["config"]["device"] = dev
+        r.run_id += f"-{dev}"
+        return r
+
+    cpu = [on("cpu", label, s, half) for label in ("finetune (ce)", "imp (ce)") for s in (0, 1, 2)]
+    gpu = [on("cuda", label, s, most) for label in ("finetune (ce)", "imp (ce)") for s in (0, 1, 2)]
+    sec = sections(cpu + gpu)
+    (sec,) = sec
+    assert sec.reference.name == "finetune (ce)"
+    against = {(t.candidate.name, t.reference.name) for t in sec.tests}
+    assert against == {("imp (ce)", "finetune (ce)"), ("imp (ce) [cuda]", "finetune (ce) [cuda]")}
+    assert all(t.delta == 0 for t in sec.tests)  # against the CPU reference the CUDA row would be +30
+    md = build(cpu + gpu)
+    assert "Paired tests against finetune (ce); rows on cuda: against finetune (ce) [cuda], nli_synth" in md
+    assert "(ref, cuda)" in md
+    lone = sections(cpu + [r for r in gpu if r.label == "imp (ce)"])[0]
+    assert [t.candidate.name for t in lone.tests] == ["imp (ce)"]  # no CUDA twin: no test for the CUDA row
