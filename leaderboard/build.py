@@ -27,12 +27,13 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from bench.core.records import Column, Record, Reference, load_predictions
+from bench.core.records import Column, Record, Reference, parse_predictions, read_predictions
 from leaderboard.plot import heatmap, plot
 from leaderboard.stats import ALPHA, MIN_SEEDS_FOR_INTERVAL, fmt, holm, mcnemar, paired_t
 
@@ -131,13 +132,19 @@ class Section:
     candidates: list[Candidate]
     columns: list[Column]
     reference: Candidate | None
-    tests: list[Test]
     references: list[Reference] = field(default_factory=list)
     no_reference: str = ""  # why there is none, where candidates tie for it
 
     @property
     def primary(self) -> Column | None:
         return next((c for c in self.columns if c.primary and c.table == "main"), None)
+
+    @cached_property
+    def tests(self) -> list[Test]:
+        """The paired tests against the reference, made when a table first shows them: they read
+        every candidate's per-example predictions, which a caller that only looks candidates up
+        (a claims table, the README's headline) does not need."""
+        return _tests(self.candidates, self.columns, self.reference)
 
 
 def _columns(records: list[Record]) -> list[Column]:
@@ -186,16 +193,34 @@ def _reference(candidates: list[Candidate], records: list[Record]) -> tuple[Cand
     return tied[0], ""
 
 
-def _rows(rec: Record, loaded: dict[str, list[dict]]) -> list[dict]:
-    """A record's predictions, read once per leaderboard ([] when they were not kept, or the
-    record was not read from a directory)."""
-    if rec.run_id not in loaded:
-        kept = rec.where is not None and rec.predictions and (rec.where / rec.predictions).resolve().is_file()
-        loaded[rec.run_id] = load_predictions(rec.where, rec) if kept else []
-    return loaded[rec.run_id]
+Outcomes = dict[str, dict[str, tuple[bool, int | None]]]  # set -> example id -> (right, gold label)
 
 
-def _outcomes(c: Candidate, column: Column, loaded: dict[str, list[dict]]) -> dict[tuple, bool]:
+PARSED: dict[str, Outcomes] = {}  # predictions checksum -> outcomes (the oldest dropped first)
+PARSED_MAX = 1024  # about 5 MB each for a 31,000-row HANS record
+
+
+def outcomes_of(rec: Record) -> Outcomes:
+    """A record's per-example outcomes by set ({} when its predictions were not kept, or it was
+    not read from a directory). The file is read and checked against the record's checksum on
+    every call, but parsed once per checksum: one run is in several tables (its study's, the
+    by-task one, a claims table), and parsing is most of the time of building them. Only what
+    the paired tests use is kept: whole rows of a hundred HANS records would take gigabytes."""
+    if not (rec.where is not None and rec.predictions and (rec.where / rec.predictions).resolve().is_file()):
+        return {}
+    path, data = read_predictions(rec.where, rec)
+    if rec.predictions_sha256 not in PARSED:
+        by_set: Outcomes = defaultdict(dict)
+        for row in parse_predictions(path, data):
+            if (right := is_right(row)) is not None:
+                by_set[row["set"]][row["uid"]] = (right, row.get("gold"))
+        if len(PARSED) >= PARSED_MAX:
+            PARSED.pop(next(iter(PARSED)))
+        PARSED[rec.predictions_sha256] = dict(by_set)
+    return PARSED[rec.predictions_sha256]
+
+
+def _outcomes(c: Candidate, column: Column) -> dict[tuple, bool]:
     """(seed, set, example id) -> right or not, from the predictions of the records holding
     ``column``; {} when they were not kept."""
     out: dict[tuple, bool] = {}
@@ -203,10 +228,10 @@ def _outcomes(c: Candidate, column: Column, loaded: dict[str, list[dict]]) -> di
         rec = c.record(s, column.key)
         if rec is None:
             continue
-        for row in _rows(rec, loaded):
-            right = is_right(row)
-            if row["set"] in column.rows and right is not None:
-                out[(s, row["set"], row["uid"])] = right
+        by_set = outcomes_of(rec)
+        for name in column.rows:
+            for uid, (right, _) in by_set.get(name, {}).items():
+                out[(s, name, uid)] = right
     return out
 
 
@@ -237,7 +262,7 @@ def twin(ref: Candidate, cand: Candidate, candidates: list[Candidate]) -> Candid
 def _tests(candidates: list[Candidate], columns: list[Column], ref: Candidate | None) -> list[Test]:
     if ref is None:
         return []
-    tests, loaded = [], {}
+    tests = []
     for col in (c for c in columns if c.rows and c.table == "main"):
         bases = {}
         for cand in candidates:
@@ -245,11 +270,11 @@ def _tests(candidates: list[Candidate], columns: list[Column], ref: Candidate | 
             if mate is None or cand is mate or cand.degenerate:
                 continue
             if id(mate) not in bases:
-                bases[id(mate)] = _outcomes(mate, col, loaded)
+                bases[id(mate)] = _outcomes(mate, col)
             base = bases[id(mate)]
             if not base:
                 continue
-            mine = _outcomes(cand, col, loaded)
+            mine = _outcomes(cand, col)
             keys = [k for k in mine if k in base]
             pairs = [(mine[k], base[k]) for k in keys]
             if pairs:
@@ -284,8 +309,7 @@ def sections(records: list[Record], references: list[Reference] = ()) -> list[Se
         cands = _candidates(rs)
         columns = _columns(rs)
         reference, why = _reference(cands, rs)
-        out.append(Section(key[0], key[1], rs, cands, columns, reference,
-                           _tests(cands, columns, reference), refs.get(key, []), why))
+        out.append(Section(key[0], key[1], rs, cands, columns, reference, refs.get(key, []), why))
     return out
 
 

@@ -59,7 +59,7 @@ import numpy as np
 from bench.core.atomic import write_atomic
 from bench.core.records import Record, load_records
 from bench.errors import BenchError
-from leaderboard.build import Candidate, _rows, is_right, metric_value, sections
+from leaderboard.build import Candidate, metric_value, outcomes_of, sections
 from leaderboard.stats import ALPHA, fmt, holm, mcnemar, paired_t
 
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
@@ -164,13 +164,14 @@ def _select(d: dict, bad) -> Select:
     return sel
 
 
-def _outcomes(cand: Candidate, claim: Claim, rows: tuple[str, ...], seeds: list[int], loaded: dict) -> dict[tuple, bool]:
+def _outcomes(cand: Candidate, claim: Claim, rows: tuple[str, ...], seeds: list[int]) -> dict[tuple, bool]:
     out = {}
     for s in seeds:
-        for row in _rows(cand.record(s, claim.metric), loaded):
-            right = is_right(row)
-            if row["set"] in rows and right is not None and (not claim.gold or row["gold"] in claim.gold):
-                out[(s, row["set"], row["uid"])] = right
+        by_set = outcomes_of(cand.record(s, claim.metric))
+        for name in rows:
+            for uid, (right, gold) in by_set.get(name, {}).items():
+                if not claim.gold or gold in claim.gold:
+                    out[(s, name, uid)] = right
     return out
 
 
@@ -192,7 +193,7 @@ def _section(claim: Claim, secs: list) -> tuple:
 
 def measure(claims: list[Claim], records: list[Record]) -> list[Result]:
     secs = sections(records)
-    results, loaded = [], {}
+    results = []
     for claim in claims:
         sec, cand, ref = _section(claim, secs)
         res = Result(claim, cand, ref)
@@ -215,7 +216,7 @@ def measure(claims: list[Claim], records: list[Record]) -> list[Result]:
         rows = (claim.set,) if claim.set else tuple(column.rows)
         res.seeds = [s for s in sorted(set(cand.seeds) & set(ref.seeds))
                      if metric_value(cand, s, claim.metric) is not None and metric_value(ref, s, claim.metric) is not None]
-        mine, base = (_outcomes(c, claim, rows, res.seeds, loaded) for c in (cand, ref))
+        mine, base = (_outcomes(c, claim, rows, res.seeds) for c in (cand, ref))
         keys = [k for k in mine if k in base]
         res.pairs = len(keys)
         if not keys:

@@ -155,8 +155,8 @@ def write_predictions(out: Path, run_id: str, rows: list[dict]) -> tuple[str, st
     return f"../predictions/{run_id}.jsonl.gz", hashlib.sha256(data).hexdigest()
 
 
-def load_predictions(records_dir: Path, record: Record) -> list[dict]:
-    """The record's per-example rows, checked against its checksum."""
+def read_predictions(records_dir: Path, record: Record) -> tuple[Path, bytes]:
+    """The record's per-example file and its bytes, checked against the record's checksum."""
     if not record.predictions:
         raise BenchError(f"record {record.run_id} keeps no per-example predictions")
     path = (Path(records_dir) / record.predictions).resolve()
@@ -168,11 +168,25 @@ def load_predictions(records_dir: Path, record: Record) -> list[dict]:
         raise BenchError(f"record {record.run_id} has no predictions checksum: its per-example file cannot be verified")
     if hashlib.sha256(data).hexdigest() != record.predictions_sha256:
         raise BenchError(f"{path}: checksum differs from the one in record {record.run_id} (edited or corrupt)")
+    return path, data
+
+
+def parse_predictions(path: Path, data: bytes) -> list[dict]:
+    """The rows of a per-example file (gzipped or plain JSON lines)."""
     try:
         text = gzip.decompress(data).decode("utf-8") if path.suffix == ".gz" else data.decode("utf-8")
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+        lines = [line for line in text.splitlines() if line.strip()]
+        rows = json.loads(f"[{','.join(lines)}]")  # one parse, about twice as fast as one per line
     except (OSError, ValueError, EOFError) as e:
         raise BenchError(f"{path}: not readable per-example predictions ({e})") from e
+    if len(rows) != len(lines) or not all(isinstance(r, dict) for r in rows):
+        raise BenchError(f"{path}: not readable per-example predictions (not one JSON object per line)")
+    return rows
+
+
+def load_predictions(records_dir: Path, record: Record) -> list[dict]:
+    """The record's per-example rows, checked against its checksum."""
+    return parse_predictions(*read_predictions(records_dir, record))
 
 
 TIMED = "eff/"  # metrics measured on the machine (size, speed), not computed from the predictions

@@ -13,6 +13,7 @@ re-scored; records made before predictions were kept are listed as not re-scorab
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from bench.core.records import Record, load_predictions, load_records
 from bench.errors import BenchError
 from bench.metrics import degenerate
 from bench.registry import SUITES, TASKS
-from bench.spec.run import resolve
+from bench.spec.run import digest, resolve
 
 
 @dataclass
@@ -43,21 +44,42 @@ def _same(a, b) -> bool:
     return math.isclose(a, b, rel_tol=0.0, abs_tol=1e-9)
 
 
-def _gold(record: Record, rows: list[dict], data_dir: str | None) -> tuple[list[str], str]:
-    """Rows whose id or gold label is not the data's, or why the data could not be read."""
+Sets = dict[str, list]  # set name -> its examples, as the suite evaluates them
+Labels = dict[str, dict[str, int]]  # set name -> example id -> gold label
+
+
+def _sets(record: Record, data_dir: str | None, cache: dict) -> tuple[Sets, Labels] | str:
+    """The examples of each evaluated set and their gold labels, or why the data could not be
+    read. The records of a study share their data, so the sets are built once for each distinct
+    input of the loaders (task, files, example cap, suite and its parameters; no loader takes
+    the run's seed), not once per record."""
     conf = record.provenance.get("config", {})
     try:
         spec = resolve(record.method, record.suite, task=record.task, backbone=record.backbone, seed=record.seed,
                        sparsity=conf.get("sparsity"), params=conf.get("params"), suite_params=conf.get("suite_params"),
                        data_dir=data_dir or conf.get("data_dir"), max_examples=conf.get("max_examples"),
                        check_backbone=False, default_sparsity=False)
-        task = TASKS.get(record.task).load(spec.data_path).limited(spec.max_examples)
-        sets = SUITES.get(record.suite).sets(task, spec.suite_params)
     except BenchError as e:
-        return [], f"unchecked ({e})"
-    if not sets:
-        return [], f"unchecked (suite '{record.suite}' does not name its evaluated examples)"
-    labels = {name: {e.uid: e.label for e in exs} for name, exs in sets.items()}
+        return f"unchecked ({e})"
+    key = digest([spec.task, str(spec.data_path), spec.max_examples, spec.suite, repr(spec.suite_params)])
+    if key not in cache:
+        try:
+            task = TASKS.get(record.task).load(spec.data_path).limited(spec.max_examples)
+            sets = SUITES.get(record.suite).sets(task, spec.suite_params)
+        except BenchError as e:
+            sets = f"unchecked ({e})"
+        if not sets:
+            sets = f"unchecked (suite '{record.suite}' does not name its evaluated examples)"
+        cache[key] = sets if isinstance(sets, str) else (sets, {n: {e.uid: e.label for e in exs} for n, exs in sets.items()})
+    return cache[key]
+
+
+def _gold(record: Record, rows: list[dict], data_dir: str | None, cache: dict) -> tuple[list[str], str]:
+    """Rows whose id or gold label is not the data's, or why the data could not be read."""
+    found = _sets(record, data_dir, cache)
+    if isinstance(found, str):
+        return [], found
+    sets, labels = found
     problems = []
     for r in rows:
         known = labels.get(r["set"], {})
@@ -65,14 +87,16 @@ def _gold(record: Record, rows: list[dict], data_dir: str | None) -> tuple[list[
             problems.append(f"row {r['set']}/{r['uid']} is not an example of the data")
         elif known[r["uid"]] != r["gold"]:
             problems.append(f"row {r['set']}/{r['uid']} has gold {r['gold']}, the data {known[r['uid']]}")
+    counts = Counter(r["set"] for r in rows)
     for name, exs in sets.items():
-        n = sum(1 for r in rows if r["set"] == name)
+        n = counts[name]
         if n and n != len(exs):
             problems.append(f"set {name}: {n} rows for {len(exs)} examples")
     return problems[:5] + ([f"... and {len(problems) - 5} more"] if len(problems) > 5 else []), "checked"
 
 
-def rescore_record(record: Record, records_dir: Path, data_dir: str | None = None) -> Rescored:
+def rescore_record(record: Record, records_dir: Path, data_dir: str | None = None,
+                   cache: dict | None = None) -> Rescored:
     if not record.predictions:
         return Rescored(record.run_id, "not re-scorable", ["no per-example predictions kept"])
     if not (records_dir / record.predictions).resolve().is_file():
@@ -84,7 +108,7 @@ def rescore_record(record: Record, records_dir: Path, data_dir: str | None = Non
     metrics = SUITES.get(record.suite).score(rows, record.details)
     if metrics is None:
         return Rescored(record.run_id, "not re-scorable", [f"suite '{record.suite}' cannot re-score this record's rows"])
-    problems, gold = _gold(record, rows, data_dir)
+    problems, gold = _gold(record, rows, data_dir, {} if cache is None else cache)
     for key, value in metrics.items():
         if key not in record.metrics:
             problems.append(f"{key}: recomputed {value:.6g}, the record has none")
@@ -99,7 +123,8 @@ def rescore_record(record: Record, records_dir: Path, data_dir: str | None = Non
 def rescore(out: Path, data_dir: str | None = None) -> list[Rescored]:
     """Every record under ``out/records``, F_bias included (against its re-scored reference)."""
     records = load_records(Path(out) / "records")
-    results = {r.run_id: rescore_record(r, Path(out) / "records", data_dir) for r in records}
+    cache: dict = {}  # data key -> (sets, labels) or why unreadable: the data is read once a study
+    results = {r.run_id: rescore_record(r, Path(out) / "records", data_dir, cache) for r in records}
     by_id = {r.run_id: r for r in records}
     for r in records:
         res, ref = results[r.run_id], by_id.get(r.reference or "")

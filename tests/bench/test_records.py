@@ -28,3 +28,30 @@ def test_the_commit_is_read_when_the_runner_starts_not_when_a_record_is_written(
         records.versions.cache_clear()
     assert prov.git == {"commit": "aaaa", "dirty": False}
     assert prov.versions["torch"] == "1.0"
+
+
+def test_predictions_round_trip_and_a_line_that_is_not_one_object_is_refused(tmp_path: Path):
+    """The loader parses a file as one JSON array (twice as fast on the 31,000-row HANS files),
+    which must not turn a line holding two values, or a bare number, into rows."""
+    import dataclasses
+    import gzip
+    import hashlib
+
+    import pytest
+
+    from bench.core.records import Record, load_predictions, write_predictions
+    from bench.errors import BenchError
+
+    rows = [{"set": "test", "uid": f"u{i}", "gold": i % 3, "pred": 0, "probs": [0.5, 0.25, 0.25]} for i in range(5)]
+    rel, sha = write_predictions(tmp_path, "run", rows)
+    rec = Record(run_id="run", method="m", label="m", params={}, task="t", backbone="b", seed=0, suite="s",
+                 sparsity={}, metrics={}, details={}, method_info={}, predictions=rel, reference=None, artifact={},
+                 provenance={}, predictions_sha256=sha)
+    records_dir = tmp_path / "records"
+    assert load_predictions(records_dir, rec) == rows
+    path = (records_dir / rel).resolve()
+    for bad in ('{"set": "test"}\n1, 2\n', '{"set": "test"}\n7\n', '{"a": 1}{"b": 2}\n'):
+        path.write_bytes(gzip.compress(bad.encode(), mtime=0))
+        edited = dataclasses.replace(rec, predictions_sha256=hashlib.sha256(path.read_bytes()).hexdigest())
+        with pytest.raises(BenchError, match="not readable per-example predictions"):
+            load_predictions(records_dir, edited)

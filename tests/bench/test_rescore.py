@@ -29,6 +29,23 @@ def test_a_fresh_record_and_its_f_bias_rescore_exactly(runner, run_spec, capsys)
     assert "2 re-scored exactly" in capsys.readouterr().out
 
 
+def test_each_distinct_data_is_read_once_and_each_record_is_checked_against_its_own(runner, run_spec, monkeypatch):
+    """Re-scoring a study reads its data once, not once per record (issue 27's studies hold up
+    to 135 records on the same MNLI files), yet a record with another example cap is still
+    checked against the examples it was evaluated on."""
+    from bench.registry import TASKS
+
+    task = type(TASKS.get("nli_synth"))
+    load, reads = task.load, []
+    monkeypatch.setattr(task, "load", lambda self, d: reads.append(d) or load(self, d))
+    for seed, cap in ((0, 40), (1, 40), (0, 30)):
+        runner.run(run_spec("finetune", seed=seed, max_examples=cap, params={"epochs": 1, "batch_size": 8}))
+    reads.clear()
+    results = rescore(runner.out)
+    assert len(results) == 3 and all(r.status == "exact" and r.gold == "checked" for r in results)
+    assert len(reads) == 2  # one per example cap
+
+
 def test_an_edited_metric_an_edited_prediction_or_a_wrong_gold_label_is_a_mismatch(runner, run_spec, capsys):
     rec = runner.run(run_spec("finetune"))
     path = runner.out / "records" / f"{rec.run_id}.json"

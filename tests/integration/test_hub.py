@@ -38,9 +38,11 @@ def test_a_model_in_the_hub_cache_loads_by_its_id_offline(arch, tiny_backbones, 
     records = [json.loads(p.read_text()) for p in (out / "records").glob("*.json")]
     imp = next(r for r in records if r["method"] == "imp")
     assert imp["backbone"] == f"bench-test/tiny-{arch}" and imp["sparsity"]["sparsity"] == pytest.approx(0.5, abs=1e-3)
-    missing = subprocess.run(argv("bench-test/not-cached"), cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert missing.returncode == 2 and "is not available offline" in missing.stderr
-    assert len(missing.stderr.strip().splitlines()) == 1
+    if arch == "bert":  # what a missing model says does not depend on the architecture
+        missing = subprocess.run(argv("bench-test/not-cached"), cwd=ROOT, env=env, capture_output=True, text=True,
+                                 timeout=600)
+        assert missing.returncode == 2 and "is not available offline" in missing.stderr
+        assert len(missing.stderr.strip().splitlines()) == 1
 
 
 def datasets_cache(root: Path, repo_id: str, config: str | None, splits: dict[str, dict[str, list]], labels: list[str]) -> Path:

@@ -314,6 +314,33 @@ def test_tests_that_cannot_mark_a_row_stay_out_of_the_holm_family(tmp_path):
     assert "uncorrected, n=100; 1 seed: no test over seeds" in md
 
 
+def test_a_predictions_file_edited_after_a_first_table_is_still_refused(tmp_path, capsys):
+    """Tables share the parse of a run's predictions (one run is in its study's table, the
+    by-task one and a claims table), keyed by the record's checksum; the file itself is checked
+    against that checksum on every build, so an edit between two builds is not hidden."""
+    import gzip
+    import json
+    import shutil
+
+    from bench.cli import main
+    from leaderboard.build import PARSED
+
+    study = Path(__file__).resolve().parents[2] / "results" / "quickstart"
+    shutil.copytree(study / "records", tmp_path / "records")
+    shutil.copytree(study / "predictions", tmp_path / "predictions")
+    args = ["leaderboard", "--out", str(tmp_path), "--output", str(tmp_path / "t.md")]
+    assert main(args) == 0
+    rec = json.loads(sorted((tmp_path / "records").glob("*.json"))[0].read_text())
+    assert rec["predictions_sha256"] in PARSED
+    pred = (tmp_path / "records" / rec["predictions"]).resolve()
+    rows = gzip.decompress(pred.read_bytes()).decode().splitlines()
+    first = json.loads(rows[0])
+    rows[0] = json.dumps({**first, "pred": (first["pred"] + 1) % 3, "correct": not first["correct"]}, sort_keys=True)
+    pred.write_bytes(gzip.compress(("\n".join(rows) + "\n").encode(), mtime=0))
+    assert main(args) == 2
+    assert "checksum differs" in capsys.readouterr().err
+
+
 def test_one_run_in_two_folders_with_different_results_is_refused(tmp_path):
     import json
     import shutil
