@@ -170,7 +170,7 @@ def _dirty(record) -> bool:
 def write_leaderboard(out: Path | list[Path], output: Path | None = None) -> Path:
     """OUT/records (and OUT/references) -> Markdown; needs no torch. Several OUTs (studies)
     give one table per task and backbone with every candidate of them all."""
-    from bench.core.records import load_records, load_references, same_results, write_atomic
+    from bench.core.records import load_checked_records, load_references, same_results, write_atomic
     from bench.errors import BenchError
     from leaderboard.build import build
 
@@ -180,7 +180,7 @@ def write_leaderboard(out: Path | list[Path], output: Path | None = None) -> Pat
     target = output or given[0] / "LEADERBOARD.md"
     outs = list({s.resolve(): s for o in given for s in _studies(o)}.values())
     records = {}
-    for r in (r for o in outs for r in load_records(o / "records")):
+    for r in (r for o in outs for r in load_checked_records(o / "records")):
         seen = records.setdefault(r.run_id, r)
         if seen is r:
             continue

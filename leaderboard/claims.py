@@ -57,7 +57,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.core.atomic import write_atomic
-from bench.core.records import Record, load_records
+from bench.core.records import Record, load_checked_records
 from bench.errors import BenchError
 from leaderboard.build import Candidate, metric_value, outcomes_of, sections
 from leaderboard.stats import ALPHA, fmt, holm, mcnemar, paired_t
@@ -273,7 +273,7 @@ def splice(page: str, text: str) -> str:
 
 
 def study_table(study: Path) -> str:
-    return render(measure(load_claims(study / "claims.toml"), load_records(study / "records")))
+    return render(measure(load_claims(study / "claims.toml"), load_checked_records(study / "records")))
 
 
 def main(argv: list[str] | None = None) -> int:

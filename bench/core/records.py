@@ -131,6 +131,16 @@ def load_records(records_dir: Path) -> list[Record]:
     return [load_record(p) for p in sorted(records_dir.glob("*.json"))]
 
 
+def load_checked_records(records_dir: Path) -> list[Record]:
+    """The records, each with its per-example file present and matching its checksum: a table
+    must not show a number whose evidence is missing or was edited, even where it draws no
+    paired test from that file. (``bench rescore`` loads them unchecked, to list every bad one.)"""
+    records = load_records(records_dir)
+    for r in records:
+        read_predictions(records_dir, r)
+    return records
+
+
 def record_path(out: Path, run_id: str) -> Path:
     return out / "records" / f"{run_id}.json"
 

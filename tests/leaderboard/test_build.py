@@ -341,6 +341,36 @@ def test_a_predictions_file_edited_after_a_first_table_is_still_refused(tmp_path
     assert "checksum differs" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("damage", ["edited", "missing"])
+def test_a_table_without_paired_tests_still_refuses_a_run_whose_predictions_are_bad(tmp_path, capsys, damage):
+    """One run alone is its own reference: no paired test reads its predictions, yet its row is
+    a number whose per-example evidence must exist and be the run's."""
+    import json
+    import shutil
+
+    from bench.cli import main
+    from leaderboard.claims import main as claims
+
+    study = Path(__file__).resolve().parents[2] / "results" / "quickstart"
+    rec = next(p for p in sorted((study / "records").glob("*.json")) if json.loads(p.read_text())["method"] == "finetune")
+    (tmp_path / "records").mkdir()
+    (tmp_path / "predictions").mkdir()
+    shutil.copy(rec, tmp_path / "records")
+    pred = tmp_path / "records" / json.loads(rec.read_text())["predictions"]
+    shutil.copy((study / "records" / json.loads(rec.read_text())["predictions"]).resolve(), pred.resolve())
+    args = ["leaderboard", "--out", str(tmp_path), "--output", str(tmp_path / "t.md")]
+    assert main(args) == 0 and "Paired tests" not in (tmp_path / "t.md").read_text()
+    if damage == "edited":
+        pred.resolve().write_bytes(pred.resolve().read_bytes()[:-8] + bytes(8))
+    else:
+        pred.resolve().unlink()
+    assert main(args) == 2
+    (tmp_path / "claims.toml").write_text("")
+    assert claims([str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert ("checksum differs" if damage == "edited" else "not readable") in err and "Traceback" not in err
+
+
 def test_one_run_in_two_folders_with_different_results_is_refused(tmp_path):
     import json
     import shutil
