@@ -33,7 +33,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench.core.records import Column, Record, Reference, parse_predictions, read_predictions
+from bench.core.records import (
+    Column,
+    Record,
+    Reference,
+    gc_paused,
+    parse_predictions,
+    read_predictions,
+)
 from leaderboard.plot import heatmap, plot
 from leaderboard.stats import ALPHA, MIN_SEEDS_FOR_INTERVAL, fmt, holm, mcnemar, paired_t
 
@@ -211,9 +218,10 @@ def outcomes_of(rec: Record) -> Outcomes:
     path, data = read_predictions(rec.where, rec)
     if rec.predictions_sha256 not in PARSED:
         by_set: Outcomes = defaultdict(dict)
-        for row in parse_predictions(path, data):
-            if (right := is_right(row)) is not None:
-                by_set[row["set"]][row["uid"]] = (right, row.get("gold"))
+        with gc_paused():
+            for row in parse_predictions(path, data):
+                if (right := is_right(row)) is not None:
+                    by_set[row["set"]][row["uid"]] = (right, row.get("gold"))
         if len(PARSED) >= PARSED_MAX:
             PARSED.pop(next(iter(PARSED)))
         PARSED[rec.predictions_sha256] = dict(by_set)

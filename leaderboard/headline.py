@@ -3,8 +3,8 @@
 The headline is the main table of ``results/quickstart`` (README command 1's comparison on the
 embedded default), without timing columns, whose values vary from machine to machine. The
 studies table has one row per ``results/<study>`` folder: its findings page, how many records
-it holds over which seeds, how many keep their per-example predictions (the re-scorable ones)
-and the verdicts of its claims table (``leaderboard.claims``). A test fails when the README's
+it holds over which seeds and the verdicts of its claims table (``leaderboard.claims``); every
+record counted has its per-example predictions, checked against their checksum. A test fails when the README's
 copies differ from what the records give, so no verdict or count is typed by hand.
 """
 
@@ -53,14 +53,13 @@ def _verdicts(study: Path, records) -> str:
 
 
 def render_studies(results: Path) -> str:
-    lines = ["| study | findings | records | seeds | with predictions kept | claims |", "|---|---|---|---|---|---|"]
+    lines = ["| study | findings | records | seeds | claims |", "|---|---|---|---|---|"]
     for study in sorted(p for p in results.iterdir() if (p / "findings.md").is_file()):
         records = load_checked_records(study / "records") if (study / "records").is_dir() else []
         title = (study / "findings.md").read_text().partition("\n")[0].removeprefix("# ").strip()
         seeds = ",".join(str(s) for s in sorted({r.seed for r in records})) or "–"
-        kept = sum(bool(r.predictions) and (r.where / r.predictions).is_file() for r in records)
         lines.append(f"| {study.name} | [{title}](results/{study.name}/findings.md) | {len(records)} | {seeds} | "
-                     f"{kept} | {_verdicts(study, records)} |")
+                     f"{_verdicts(study, records)} |")
     return "\n".join(lines)
 
 

@@ -28,10 +28,13 @@ Schema (``SCHEMA_VERSION`` 1), one object per file under ``<out>/records/``:
 
 from __future__ import annotations
 
+import gc
 import gzip
 import hashlib
 import json
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -181,12 +184,27 @@ def read_predictions(records_dir: Path, record: Record) -> tuple[Path, bytes]:
     return path, data
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Cyclic garbage collection off while tens of thousands of rows are made: they form no
+    cycles, and each collection the allocations trigger would walk every object already held
+    (a table's outcomes of a hundred records), about a third of a leaderboard build's time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def parse_predictions(path: Path, data: bytes) -> list[dict]:
     """The rows of a per-example file (gzipped or plain JSON lines)."""
     try:
         text = gzip.decompress(data).decode("utf-8") if path.suffix == ".gz" else data.decode("utf-8")
         lines = [line for line in text.splitlines() if line.strip()]
-        rows = json.loads(f"[{','.join(lines)}]")  # one parse, about twice as fast as one per line
+        with gc_paused():
+            rows = json.loads(f"[{','.join(lines)}]")  # one parse, about twice as fast as one per line
     except (OSError, ValueError, EOFError) as e:
         raise BenchError(f"{path}: not readable per-example predictions ({e})") from e
     if len(rows) != len(lines) or not all(isinstance(r, dict) for r in rows):

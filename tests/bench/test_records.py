@@ -34,6 +34,7 @@ def test_predictions_round_trip_and_a_line_that_is_not_one_object_is_refused(tmp
     """The loader parses a file as one JSON array (twice as fast on the 31,000-row HANS files),
     which must not turn a line holding two values, or a bare number, into rows."""
     import dataclasses
+    import gc
     import gzip
     import hashlib
 
@@ -55,3 +56,4 @@ def test_predictions_round_trip_and_a_line_that_is_not_one_object_is_refused(tmp
         edited = dataclasses.replace(rec, predictions_sha256=hashlib.sha256(path.read_bytes()).hexdigest())
         with pytest.raises(BenchError, match="not readable per-example predictions"):
             load_predictions(records_dir, edited)
+    assert gc.isenabled()  # parsing pauses the garbage collector; a bad file must not leave it off
