@@ -212,6 +212,7 @@ def execute(runs: list, out: Path, *, executor: str = "local", workers: int = 0,
     from bench.core.estimate import describe_plan, finished
     from bench.core.executors import check_installed, run_jobs
     from bench.core.preflight import preflight
+    from bench.core.provenance import git_state
     from bench.core.runner import Runner
     from bench.errors import BenchError
     from bench.spec.plan import pending, plan
@@ -233,6 +234,9 @@ def execute(runs: list, out: Path, *, executor: str = "local", workers: int = 0,
     _writable(out)
     log = (lambda m: None) if quiet else (lambda m: print(m, file=sys.stderr))
     log(f"{what}: {len(jobs)} jobs, {len(todo)} to run, {len(jobs) - len(todo)} done or not needed")
+    if todo and (git := git_state())["dirty"]:  # said before hours of work, not found in the records after
+        print(f"bench: warning: the code at {str(git['commit'])[:7]} has uncommitted changes: the records of this "
+              "run will say so (provenance.git.dirty) and no commit will hold the code that made them", file=sys.stderr)
     return run_jobs(todo, out, executor, workers, cpus_per_job, ray_address, log=log,
                     progress=not quiet and executor == "local", force=requested if force else (),
                     fail_fast=fail_fast, runner_log=log)

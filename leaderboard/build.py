@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
@@ -463,7 +463,24 @@ def _header(sec: Section) -> list[str]:
              f"- {'; '.join(versions)}; device: {'; '.join(sorted({r.provenance['device'].get('name', '?') for r in rs}))}"]
     lines += [f"- suite settings: {'; '.join(settings)}"] if settings else []
     lines += [f"- {n}" for n in sorted({n for r in rs for n in r.details.get("notes", [])})]
-    return lines
+    return lines + [_code(rs)]
+
+
+def _code(rs: list[Record]) -> str:
+    """Which code made a table's records (each record's ``provenance.git``). A reviewer checks a
+    number out at its commit; a record made from a tree with uncommitted changes has no commit
+    that holds its code, so those are counted by the commit they started from."""
+    gits = [g for r in rs if (g := r.provenance.get("git") or {}).get("commit") not in (None, "", "unknown")]
+    commits = Counter(str(g["commit"])[:7] for g in gits)
+    dirty = Counter(str(g["commit"])[:7] for g in gits if g.get("dirty"))
+    records = f"{len(rs)} record{'s' * (len(rs) != 1)}"
+    line = (f"- code: {records} from git commit `{next(iter(commits))}`" if len(commits) == 1
+            else f"- code: {records} from {len(commits)} git commits")
+    parts = [f"{dirty.total()} of them from a tree with uncommitted changes ("
+             + ", ".join(f"`{c}` {k}" for c, k in sorted(dirty.items())) + ")"] if dirty else []
+    parts += [f"{len(rs) - len(gits)} with no commit recorded"] if len(gits) < len(rs) else []
+    clean = (", each" if len(rs) > 1 else ",") + " from a clean tree"
+    return line + (", " + "; ".join(parts) if parts else clean) + " (`provenance.git`)"
 
 
 def _legend(sec: Section) -> str:

@@ -10,10 +10,23 @@ from pathlib import Path
 import pytest
 import torch
 
+from bench.core import provenance
+
 
 def pytest_configure(config):
     # the harness's cache (TextAttack's offline cache, built masked-LM heads) stays out of ~
     os.environ.setdefault("BENCH_CACHE", str(Path(tempfile.gettempdir()) / "bench-test-cache"))
+
+
+GIT_STATE = provenance.git_state  # the real one, for the test of git_state itself
+
+
+@pytest.fixture(autouse=True)
+def _clean_tree(monkeypatch):
+    """The tests' output does not depend on uncommitted edits in the checkout that runs them
+    (a run from a dirty tree warns first); the commit stays the real one."""
+    real = GIT_STATE()
+    monkeypatch.setattr(provenance, "git_state", lambda: {**real, "dirty": False})
 
 
 @pytest.fixture(scope="session")

@@ -8,10 +8,12 @@ from pathlib import Path
 from bench.core import provenance as records
 from bench.core.provenance import Provenance
 from bench.core.runner import Runner
+from tests.conftest import GIT_STATE
 
 
 def test_the_commit_is_read_when_the_runner_starts_not_when_a_record_is_written(monkeypatch, tmp_path: Path):
     """A sweep writes records for hours; a commit made meanwhile must not be credited with them."""
+    monkeypatch.setattr(records, "git_state", GIT_STATE)  # not the suite's clean-tree stand-in
     records.git_state.cache_clear()
     records.versions.cache_clear()
     monkeypatch.setattr(records.subprocess, "run", lambda argv, **kw: subprocess.CompletedProcess(

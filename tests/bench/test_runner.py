@@ -170,3 +170,23 @@ def test_a_constant_candidate_is_flagged_in_its_record_and_fails_the_run(tiny_be
                     '[[group]]\nmethod = "finetune"\nparams = { epochs = 1, batch_size = 8 }\n')
     assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 2
     assert "bench: error: 1 of 1 candidates did not learn the task" in capsys.readouterr().err
+
+
+def test_running_uncommitted_code_is_said_before_the_run_and_kept_in_its_record(tiny_bert, tmp_path, monkeypatch, capsys):
+    """A record from a tree with uncommitted changes has no commit that holds its code: the user
+    hears it before the jobs start, not from the leaderboard's header after."""
+    from bench.cli import main
+    from bench.core import provenance
+    from bench.core.records import load_records
+
+    argv = ["run", "--method", "finetune", "--suite", "ood", "--backbone", str(tiny_bert), "--max-examples", "40",
+            "--param", "epochs=1", "--param", "batch_size=8", "--out", str(tmp_path), "--quiet"]
+    monkeypatch.setattr(provenance, "git_state", lambda: {"commit": "0123456789abcdef", "dirty": True})
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "bench: warning: the code at 0123456 has uncommitted changes" in err
+    (record,) = load_records(tmp_path / "records")
+    assert record.provenance["git"] == {"commit": "0123456789abcdef", "dirty": True}
+    assert main(argv) == 0 and "uncommitted" not in capsys.readouterr().err  # nothing left to run
+    monkeypatch.setattr(provenance, "git_state", lambda: {"commit": "0123456789abcdef", "dirty": False})
+    assert main([*argv, "--force"]) == 0 and "uncommitted" not in capsys.readouterr().err

@@ -407,6 +407,24 @@ def test_the_checkpoint_each_seed_kept_is_shown_beside_its_numbers():
     assert "Checkpoints kept" not in build([plain])
 
 
+def test_the_header_names_the_code_behind_the_records_and_counts_dirty_trees():
+    """A record made from a tree with uncommitted changes has no commit holding its code: each
+    table says how many of its records are such, by the commit they started from."""
+    recs = [_rec("finetune (ce)", s, None, 0.8, 0.6, 1.0) for s in range(3)]
+    for r, (commit, dirty) in zip(recs, [("a" * 40, False), ("b" * 40, True), ("b" * 40, True)]):
+        r.provenance["git"] = {"commit": commit, "dirty": dirty}
+    line = next(x for x in build(recs).splitlines() if x.startswith("- code:"))
+    assert line == "- code: 3 records from 2 git commits, 2 of them from a tree with uncommitted changes (`bbbbbbb` 2) (`provenance.git`)"
+    recs[1].provenance["git"]["dirty"] = recs[2].provenance["git"]["dirty"] = False
+    del recs[0].provenance["git"]
+    line = next(x for x in build(recs).splitlines() if x.startswith("- code:"))
+    assert line == "- code: 3 records from git commit `bbbbbbb`, 1 with no commit recorded (`provenance.git`)"
+    recs[0].provenance["git"] = {"commit": "unknown", "dirty": False}  # git_state outside a checkout
+    assert "1 with no commit recorded" in build(recs)
+    line = next(x for x in build(recs[1:]).splitlines() if x.startswith("- code:"))
+    assert line == "- code: 2 records from git commit `bbbbbbb`, each from a clean tree (`provenance.git`)"
+
+
 @pytest.mark.parametrize("text, says", [("studies = \"../a\"\n", "needs studies = ["), ("studies = [\n", "needs studies = ["),
                                         ("studies = [\"../nowhere\"]\n", "no records/ folder in ../nowhere")])
 def test_a_bad_studies_file_is_one_line_and_exit_2(tmp_path, capsys, text, says):
