@@ -200,7 +200,33 @@ def _reference(candidates: list[Candidate], records: list[Record]) -> tuple[Cand
     return tied[0], ""
 
 
-Outcomes = dict[str, dict[str, tuple[bool, int | None]]]  # set -> example id -> (right, gold label)
+@dataclass(frozen=True)
+class SetOutcomes:
+    """One record's outcomes on one set of examples, as arrays sorted by example id: pairing two
+    records is then one merge in numpy, not a dictionary of every example (the by-task table
+    pairs hundreds of records of 30,000 HANS examples)."""
+
+    uids: np.ndarray  # example ids (str), sorted, unique
+    right: np.ndarray  # bool
+    gold: np.ndarray  # gold label (object: int or None)
+
+    def only(self, golds: tuple) -> SetOutcomes:
+        keep = np.isin(self.gold, list(golds))
+        return SetOutcomes(self.uids[keep], self.right[keep], self.gold[keep])
+
+
+def pair(mine: SetOutcomes, base: SetOutcomes) -> tuple[int, int, int]:
+    """The examples both hold: their number, and the two discordant counts (only the candidate
+    right, only the reference right) that the exact McNemar test takes."""
+    if len(mine.uids) == len(base.uids) and np.array_equal(mine.uids, base.uids):
+        a, b = mine.right, base.right
+    else:
+        _, ia, ib = np.intersect1d(mine.uids, base.uids, assume_unique=True, return_indices=True)
+        a, b = mine.right[ia], base.right[ib]
+    return len(a), int(np.count_nonzero(a & ~b)), int(np.count_nonzero(~a & b))
+
+
+Outcomes = dict[str, SetOutcomes]  # set -> its outcomes
 
 
 PARSED: dict[str, Outcomes] = {}  # predictions checksum -> outcomes (the oldest dropped first)
@@ -217,30 +243,23 @@ def outcomes_of(rec: Record) -> Outcomes:
         return {}
     path, data = read_predictions(rec.where, rec)
     if rec.predictions_sha256 not in PARSED:
-        by_set: Outcomes = defaultdict(dict)
+        by_set: dict[str, dict[str, tuple]] = defaultdict(dict)  # a later row of one example replaces it
         with gc_paused():
             for row in parse_predictions(path, data):
                 if (right := is_right(row)) is not None:
-                    by_set[row["set"]][row["uid"]] = (right, row.get("gold"))
+                    by_set[row["set"]][str(row["uid"])] = (right, row.get("gold"))
         if len(PARSED) >= PARSED_MAX:
             PARSED.pop(next(iter(PARSED)))
-        PARSED[rec.predictions_sha256] = dict(by_set)
+        PARSED[rec.predictions_sha256] = {name: _arrays(rows) for name, rows in by_set.items()}
     return PARSED[rec.predictions_sha256]
 
 
-def _outcomes(c: Candidate, column: Column) -> dict[tuple, bool]:
-    """(seed, set, example id) -> right or not, from the predictions of the records holding
-    ``column``; {} when they were not kept."""
-    out: dict[tuple, bool] = {}
-    for s in c.seeds:
-        rec = c.record(s, column.key)
-        if rec is None:
-            continue
-        by_set = outcomes_of(rec)
-        for name in column.rows:
-            for uid, (right, _) in by_set.get(name, {}).items():
-                out[(s, name, uid)] = right
-    return out
+def _arrays(rows: dict[str, tuple]) -> SetOutcomes:
+    uids = np.array(list(rows), dtype=str)
+    order = np.argsort(uids, kind="stable")
+    right = np.fromiter((v[0] for v in rows.values()), bool, len(rows))
+    gold = np.array([v[1] for v in rows.values()] + [None], dtype=object)[:-1]  # None: never an int array
+    return SetOutcomes(uids[order], right[order], gold[order])
 
 
 def is_right(row: dict) -> bool | None:
@@ -272,29 +291,43 @@ def _tests(candidates: list[Candidate], columns: list[Column], ref: Candidate | 
         return []
     tests = []
     for col in (c for c in columns if c.rows and c.table == "main"):
-        bases = {}
         for cand in candidates:
             mate = twin(ref, cand, candidates)
             if mate is None or cand is mate or cand.degenerate:
                 continue
-            if id(mate) not in bases:
-                bases[id(mate)] = _outcomes(mate, col)
-            base = bases[id(mate)]
-            if not base:
-                continue
-            mine = _outcomes(cand, col)
-            keys = [k for k in mine if k in base]
-            pairs = [(mine[k], base[k]) for k in keys]
-            if pairs:
-                p, b, c = mcnemar(pairs)
-                deltas = [mine_v - ref_v for s in sorted({k[0] for k in keys})  # the seeds behind the pairs
+            n, b, c, seeds = paired(cand, mate, col.key, col.rows, cand.seeds)
+            if n:
+                deltas = [mine_v - ref_v for s in seeds  # the seeds behind the pairs
                           if (mine_v := metric_value(cand, s, col.key)) is not None
                           and (ref_v := metric_value(mate, s, col.key)) is not None]
-                tests.append(Test(cand, col, mate, len(pairs), (b - c) / len(pairs), p, deltas, paired_t(deltas)))
+                tests.append(Test(cand, col, mate, n, (b - c) / n, mcnemar(b, c), deltas, paired_t(deltas)))
     family = [t for t in tests if len(t.seed_deltas) >= MIN_SEEDS_FOR_INTERVAL]  # only tests that can mark a row
     for t, adjusted, seed_adjusted in zip(family, holm([t.p for t in family]), holm([t.seed_p for t in family]), strict=True):
         t.p_holm, t.seed_p_holm = adjusted, seed_adjusted
     return tests
+
+
+def paired(cand: Candidate, ref: Candidate, key: str, rows: tuple[str, ...], seeds,
+           golds: tuple = ()) -> tuple[int, int, int, list[int]]:
+    """Every seed's examples of ``rows`` that both candidates' records of ``key`` hold (those
+    with gold label in ``golds``, if given): the number of pairs, the two discordant counts, and
+    the seeds that gave pairs."""
+    n = b = c = 0
+    with_pairs = []
+    for s in sorted(seeds):
+        mine, base = cand.record(s, key), ref.record(s, key)
+        if mine is None or base is None:
+            continue
+        mine, base = outcomes_of(mine), outcomes_of(base)
+        k0 = n
+        for name in rows:
+            if name in mine and name in base:
+                a, r = (mine[name].only(golds), base[name].only(golds)) if golds else (mine[name], base[name])
+                k, bb, cc = pair(a, r)
+                n, b, c = n + k, b + bb, c + cc
+        if n > k0:
+            with_pairs.append(s)
+    return n, b, c, with_pairs
 
 
 def metric_value(c: Candidate, seed: int, key: str) -> float | None:

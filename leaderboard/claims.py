@@ -59,7 +59,7 @@ import numpy as np
 from bench.core.atomic import write_atomic
 from bench.core.records import Record, load_checked_records
 from bench.errors import BenchError
-from leaderboard.build import Candidate, metric_value, outcomes_of, sections
+from leaderboard.build import Candidate, metric_value, paired, sections
 from leaderboard.stats import ALPHA, fmt, holm, mcnemar, paired_t
 
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
@@ -164,17 +164,6 @@ def _select(d: dict, bad) -> Select:
     return sel
 
 
-def _outcomes(cand: Candidate, claim: Claim, rows: tuple[str, ...], seeds: list[int]) -> dict[tuple, bool]:
-    out = {}
-    for s in seeds:
-        by_set = outcomes_of(cand.record(s, claim.metric))
-        for name in rows:
-            for uid, (right, gold) in by_set.get(name, {}).items():
-                if not claim.gold or gold in claim.gold:
-                    out[(s, name, uid)] = right
-    return out
-
-
 def _section(claim: Claim, secs: list) -> tuple:
     """The table (task, backbone) holding both sides of the claim, and the two candidates."""
     found = []
@@ -216,15 +205,13 @@ def measure(claims: list[Claim], records: list[Record]) -> list[Result]:
         rows = (claim.set,) if claim.set else tuple(column.rows)
         res.seeds = [s for s in sorted(set(cand.seeds) & set(ref.seeds))
                      if metric_value(cand, s, claim.metric) is not None and metric_value(ref, s, claim.metric) is not None]
-        mine, base = (_outcomes(c, claim, rows, res.seeds) for c in (cand, ref))
-        keys = [k for k in mine if k in base]
-        res.pairs = len(keys)
-        if not keys:
+        res.pairs, b, c, seeds = paired(cand, ref, claim.metric, rows, res.seeds, claim.gold)
+        if not res.pairs:
             res.problem = "no per-example predictions on the same examples"
             continue
-        res.seeds = sorted({k[0] for k in keys})  # both tests, and the 5-seed rule, on the seeds with paired examples
-        res.p, b, c = mcnemar([(mine[k], base[k]) for k in keys])
-        res.delta = (b - c) / len(keys)
+        res.seeds = seeds  # both tests, and the 5-seed rule, on the seeds with paired examples
+        res.p = mcnemar(b, c)
+        res.delta = (b - c) / res.pairs
         res.seed_deltas = [metric_value(cand, s, claim.metric) - metric_value(ref, s, claim.metric) for s in res.seeds]
         res.seed_p = paired_t(res.seed_deltas)
     tested = [r for r in results if not r.problem and len(r.seeds) >= SEEDS_FOR_A_FINDING]  # the claims that get a verdict

@@ -53,14 +53,12 @@ def fmt(values: list[float | None], scale: float = 100.0, digits: int = 1) -> st
     return text + (f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else "")
 
 
-def mcnemar(pairs: list[tuple[bool, bool]]) -> tuple[float, int, int]:
-    """Exact two-sided McNemar p-value of (candidate right, reference right) pairs, with the two
-    discordant counts: candidate-only right, reference-only right."""
-    b = sum(1 for c, r in pairs if c and not r)
-    c = sum(1 for cc, r in pairs if r and not cc)
+def mcnemar(b: int, c: int) -> float:
+    """Exact two-sided McNemar p-value from the two discordant counts of paired outcomes:
+    candidate-only right (b) and reference-only right (c)."""
     if b + c == 0:
-        return 1.0, b, c
-    return float(stats.binomtest(min(b, c), b + c, 0.5).pvalue), b, c
+        return 1.0
+    return float(stats.binomtest(min(b, c), b + c, 0.5).pvalue)
 
 
 def holm(pvalues: list[float]) -> list[float]:

@@ -75,7 +75,7 @@ def test_two_identical_runs_on_one_output_directory(tmp_path, tiny_bert):
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "bench", "run", "--method", "imp", "--suite", "ood", "--sparsity", "0.5",
             "--backbone", str(tiny_bert), "--max-examples", "40", "--param", "epochs=1", "--param", "batch_size=8",
-            "--out", str(out), "--quiet"]
+            "--out", str(out), "--quiet", "--cpus-per-job", "1"]  # one thread each: two on two cores, not four
     env = {**os.environ, "BENCH_CACHE": os.environ.get("BENCH_CACHE", str(tmp_path / "cache"))}
     procs = [subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     results = [p.communicate(timeout=600) for p in procs]

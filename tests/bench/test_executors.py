@@ -144,7 +144,9 @@ def test_a_ray_cluster_started_as_a_user_would(local_records, tmp_path):
         argv = [sys.executable, "-m", "bench", "sweep", str(spec), "--out", str(out), "--executor", "ray",
                 "--ray-address", f"127.0.0.1:{port}", "--cpus-per-job", "1", "--workers", "2"]
         if int(__import__("ray").__version__.split(".")[1]) >= 59:  # `ray start` clusters ask for a token
-            refused = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+            # Ray retries a refused connection for 20 s before it raises; 2 tries say the same
+            refused = subprocess.run(argv, env={**env, "RAY_gcs_server_port_wait_time_s": "2"}, capture_output=True,
+                                     text=True, timeout=300)
             assert refused.returncode == 2 and "set RAY_AUTH_MODE=token" in refused.stderr.strip().splitlines()[-1]
             env["RAY_AUTH_MODE"] = "token"  # what that one-line error tells the user to do
         proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
