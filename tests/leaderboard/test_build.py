@@ -69,6 +69,25 @@ def test_exact_mcnemar_and_holm():
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
 
 
+def test_pairing_counts_only_the_examples_both_runs_hold():
+    """The McNemar counts from the sorted-array merge equal those of pairing example by example,
+    also when the two runs hold different, unordered examples, and within a gold-label filter."""
+    import random
+
+    from leaderboard.build import _arrays, pair
+
+    rng = random.Random(0)
+    mine = {f"u{i}": (rng.random() < 0.6, i % 3) for i in rng.sample(range(400), 300)}
+    base = {f"u{i}": (rng.random() < 0.5, i % 3) for i in rng.sample(range(400), 250)}
+    for golds in ((), (1, 2)):
+        keys = [k for k in mine if k in base and (not golds or mine[k][1] in golds)]
+        expected = (len(keys), sum(mine[k][0] and not base[k][0] for k in keys),
+                    sum(base[k][0] and not mine[k][0] for k in keys))
+        a, b = _arrays(mine), _arrays(base)
+        assert pair(*((a.only(golds), b.only(golds)) if golds else (a, b))) == expected and expected[0] > 50
+    assert pair(_arrays(mine), _arrays(dict(reversed(mine.items())))) == (300, 0, 0)  # same examples, other order
+
+
 def test_published_rows_are_labelled_and_never_averaged():
     from bench.core.records import Reference
 
