@@ -204,7 +204,8 @@ def _reference(candidates: list[Candidate], records: list[Record]) -> tuple[Cand
 class SetOutcomes:
     """One record's outcomes on one set of examples, as arrays sorted by example id: pairing two
     records is then one merge in numpy, not a dictionary of every example (the by-task table
-    pairs hundreds of records of 30,000 HANS examples)."""
+    pairs hundreds of records of 30,000 HANS examples). Example ids are compared as strings, as
+    every suite writes them."""
 
     uids: np.ndarray  # example ids (str), sorted, unique
     right: np.ndarray  # bool
@@ -258,7 +259,7 @@ def _arrays(rows: dict[str, tuple]) -> SetOutcomes:
     uids = np.array(list(rows), dtype=str)
     order = np.argsort(uids, kind="stable")
     right = np.fromiter((v[0] for v in rows.values()), bool, len(rows))
-    gold = np.array([v[1] for v in rows.values()] + [None], dtype=object)[:-1]  # None: never an int array
+    gold = np.array([v[1] for v in rows.values()] + [None], dtype=object)[:-1]  # the None keeps it 1-D
     return SetOutcomes(uids[order], right[order], gold[order])
 
 
@@ -320,7 +321,7 @@ def paired(cand: Candidate, ref: Candidate, key: str, rows: tuple[str, ...], see
             continue
         mine, base = outcomes_of(mine), outcomes_of(base)
         k0 = n
-        for name in rows:
+        for name in dict.fromkeys(rows):  # a set named twice is still one set
             if name in mine and name in base:
                 a, r = (mine[name].only(golds), base[name].only(golds)) if golds else (mine[name], base[name])
                 k, bb, cc = pair(a, r)
@@ -501,19 +502,25 @@ def _header(sec: Section) -> list[str]:
 
 def _code(rs: list[Record]) -> str:
     """Which code made a table's records (each record's ``provenance.git``). A reviewer checks a
-    number out at its commit; a record made from a tree with uncommitted changes has no commit
-    that holds its code, so those are counted by the commit they started from."""
+    number out at its commit; a record made with uncommitted changes to tracked files has no
+    commit that holds its code, so those are counted by the commit they started from."""
     gits = [g for r in rs if (g := r.provenance.get("git") or {}).get("commit") not in (None, "", "unknown")]
     commits = Counter(str(g["commit"])[:7] for g in gits)
-    dirty = Counter(str(g["commit"])[:7] for g in gits if g.get("dirty"))
+    dirty = Counter(str(g["commit"])[:7] for g in gits if g.get("dirty") is True)
+    where = f"git commit `{next(iter(commits))}`" if len(commits) == 1 else f"{len(commits)} git commits"
     records = f"{len(rs)} record{'s' * (len(rs) != 1)}"
-    line = (f"- code: {records} from git commit `{next(iter(commits))}`" if len(commits) == 1
-            else f"- code: {records} from {len(commits)} git commits")
-    parts = [f"{dirty.total()} of them from a tree with uncommitted changes ("
-             + ", ".join(f"`{c}` {k}" for c, k in sorted(dirty.items())) + ")"] if dirty else []
-    parts += [f"{len(rs) - len(gits)} with no commit recorded"] if len(gits) < len(rs) else []
-    clean = (", each" if len(rs) > 1 else ",") + " from a clean tree"
-    return line + (", " + "; ".join(parts) if parts else clean) + " (`provenance.git`)"
+    if len(gits) == len(rs):
+        line = f"- code: {records} from {where}"
+    elif gits:
+        line = f"- code: {records}, {len(gits)} from {where} and {len(rs) - len(gits)} with no commit recorded"
+    else:
+        line = f"- code: {records}, none with a commit recorded"
+    if dirty:
+        line += (f"; {dirty.total()} of them with uncommitted changes to tracked files ("
+                 + ", ".join(f"`{c}` {k}" for c, k in sorted(dirty.items())) + ")")
+    elif len(gits) == len(rs) and all(g.get("dirty") is False for g in gits):
+        line += (", each" if len(rs) > 1 else ",") + " with no uncommitted changes to tracked files"
+    return line + " (`provenance.git`)"
 
 
 def _legend(sec: Section) -> str:

@@ -23,8 +23,9 @@ GIT_STATE = provenance.git_state  # the real one, for the test of git_state itse
 
 @pytest.fixture(autouse=True)
 def _clean_tree(monkeypatch):
-    """The tests' output does not depend on uncommitted edits in the checkout that runs them
-    (a run from a dirty tree warns first); the commit stays the real one."""
+    """In-process runs do not warn about uncommitted edits in the checkout that runs the tests,
+    so their output does not depend on them; the commit stays the real one. (Runs the tests
+    start as processes still see the real state: nothing they assert depends on it.)"""
     real = GIT_STATE()
     monkeypatch.setattr(provenance, "git_state", lambda: {**real, "dirty": False})
 

@@ -197,7 +197,8 @@ def _ray(ready, sorter, jobs, out, threads, workers, ray_address, progress, forc
             ray.init(include_dashboard=False, log_to_driver=False, **kwargs)
         except (ConnectionError, RuntimeError) as e:
             hint = ("; a cluster started with `ray start` (Ray 2.59 and later) asks for its token: set RAY_AUTH_MODE=token "
-                    "(the token is read from ~/.ray/auth_token) or RAY_AUTH_TOKEN, or on its head node pass --ray-address auto"
+                    "(the token is read from ~/.ray/auth_token) or RAY_AUTH_TOKEN, or on its head node pass --ray-address auto "
+                    "with RAY_ADDRESS unset"
                     if ray_address and ray_address != "auto" and "RAY_AUTH_MODE" not in os.environ else "")
             where = f"the Ray cluster at {ray_address}" if ray_address else "a local Ray instance"
             raise BenchError(f"cannot start or connect to {where}: {_first_line(e)[:200]}{hint}") from e

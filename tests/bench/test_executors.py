@@ -160,7 +160,7 @@ def test_a_ray_cluster_started_as_a_user_would(local_records, tmp_path):
         before = len(list((out / "records").glob("*.json")))
         assert 1 <= before < 4
         auto = [*argv[:argv.index("--ray-address") + 1], "auto", *argv[argv.index("--ray-address") + 2:]]
-        plain = {k: v for k, v in env.items() if k != "RAY_AUTH_MODE"}  # on the head node `auto` finds the token
+        plain = {k: v for k, v in env.items() if k not in ("RAY_AUTH_MODE", "RAY_ADDRESS")}  # on the head node `auto` finds the token
         rerun = subprocess.run(auto, env=plain, capture_output=True, text=True, timeout=600)
         assert rerun.returncode == sweep_exit(out), rerun.stderr[-2000:]
         assert _scores(out) == expected

@@ -426,21 +426,26 @@ def test_the_checkpoint_each_seed_kept_is_shown_beside_its_numbers():
 
 
 def test_the_header_names_the_code_behind_the_records_and_counts_dirty_trees():
-    """A record made from a tree with uncommitted changes has no commit holding its code: each
-    table says how many of its records are such, by the commit they started from."""
+    """A record made with uncommitted changes has no commit holding its code: each table says
+    how many of its records are such, by the commit they started from, and claims no clean tree
+    for records that do not say."""
+    def line(recs):
+        return next(x for x in build(recs).splitlines() if x.startswith("- code:"))
+
     recs = [_rec("finetune (ce)", s, None, 0.8, 0.6, 1.0) for s in range(3)]
     for r, (commit, dirty) in zip(recs, [("a" * 40, False), ("b" * 40, True), ("b" * 40, True)], strict=True):
         r.provenance["git"] = {"commit": commit, "dirty": dirty}
-    line = next(x for x in build(recs).splitlines() if x.startswith("- code:"))
-    assert line == "- code: 3 records from 2 git commits, 2 of them from a tree with uncommitted changes (`bbbbbbb` 2) (`provenance.git`)"
+    assert line(recs) == ("- code: 3 records from 2 git commits; 2 of them with uncommitted changes to tracked files "
+                          "(`bbbbbbb` 2) (`provenance.git`)")
     recs[1].provenance["git"]["dirty"] = recs[2].provenance["git"]["dirty"] = False
+    assert line(recs[1:]) == "- code: 2 records from git commit `bbbbbbb`, each with no uncommitted changes to tracked files (`provenance.git`)"
     del recs[0].provenance["git"]
-    line = next(x for x in build(recs).splitlines() if x.startswith("- code:"))
-    assert line == "- code: 3 records from git commit `bbbbbbb`, 1 with no commit recorded (`provenance.git`)"
+    assert line(recs) == "- code: 3 records, 2 from git commit `bbbbbbb` and 1 with no commit recorded (`provenance.git`)"
     recs[0].provenance["git"] = {"commit": "unknown", "dirty": False}  # git_state outside a checkout
-    assert "1 with no commit recorded" in build(recs)
-    line = next(x for x in build(recs[1:]).splitlines() if x.startswith("- code:"))
-    assert line == "- code: 2 records from git commit `bbbbbbb`, each from a clean tree (`provenance.git`)"
+    assert line(recs) == "- code: 3 records, 2 from git commit `bbbbbbb` and 1 with no commit recorded (`provenance.git`)"
+    assert line(recs[:1]) == "- code: 1 record, none with a commit recorded (`provenance.git`)"
+    del recs[2].provenance["git"]["dirty"]  # not said: not claimed clean
+    assert line(recs[1:]) == "- code: 2 records from git commit `bbbbbbb` (`provenance.git`)"
 
 
 @pytest.mark.parametrize("text, says", [("studies = \"../a\"\n", "needs studies = ["), ("studies = [\n", "needs studies = ["),
