@@ -219,7 +219,7 @@ class SetOutcomes:
 def pair(mine: SetOutcomes, base: SetOutcomes) -> tuple[int, int, int]:
     """The examples both hold: their number, and the two discordant counts (only the candidate
     right, only the reference right) that the exact McNemar test takes."""
-    if len(mine.uids) == len(base.uids) and np.array_equal(mine.uids, base.uids):
+    if np.array_equal(mine.uids, base.uids):  # the usual case: the same examples
         a, b = mine.right, base.right
     else:
         _, ia, ib = np.intersect1d(mine.uids, base.uids, assume_unique=True, return_indices=True)
