@@ -72,3 +72,44 @@ def degenerate(y: Sequence[int], pred: Sequence[int]) -> str | None:
     if acc <= majority + DEGENERATE_MARGIN:
         return f"accuracy {acc:.1%} is within {DEGENERATE_MARGIN:.0%} of the majority class's {majority:.1%}"
     return None
+
+
+def answers(rows: Sequence[dict]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The gold labels and the answers of one set's clean prediction rows, in the set's own
+    labels, or None when its rows are attacks (their answer is the attack's outcome) or carry no
+    gold. On a two-label set the answer follows from the gold label and correctness: HANS collapses
+    MNLI's three predicted labels into its two, so ``pred`` is in another label space there."""
+    rows = [r for r in rows if "result" not in r]
+    if not rows or any(not isinstance(r.get("gold"), int) for r in rows):
+        return None
+    y = np.array([r["gold"] for r in rows])
+    right = np.array([bool(r.get("correct", r["gold"] == r.get("pred"))) for r in rows])
+    if len(np.unique(y)) <= 2 and set(np.unique(y).tolist()) <= {0, 1}:
+        return y, np.where(right, y, 1 - y)
+    return y, np.array([r.get("pred", -1) for r in rows])
+
+
+def one_class(y: np.ndarray, answer: np.ndarray) -> str | None:
+    """Why a model answers one class on a balanced set, or None: one answer on more than 95 % of
+    the set when its gold labels are not that skewed themselves. Such a model is at chance on
+    the set whatever its accuracy, so its cell is flagged, never ranked, and no claim that needs
+    it can be reproduced."""
+    if not len(y):
+        return None
+    top, top_n = np.unique(answer, return_counts=True)
+    share = top_n.max() / len(answer)
+    if share > DEGENERATE_SHARE and np.unique(y, return_counts=True)[1].max() / len(y) <= DEGENERATE_SHARE:
+        return f"answers class {int(top[top_n.argmax()])} on {share:.1%} of {len(y)} examples"
+    return None
+
+
+def one_class_sets(rows: Sequence[dict]) -> dict[str, str]:
+    """``one_class`` of every clean set in a run's prediction rows, by set name."""
+    by_set: dict[str, list[dict]] = {}
+    for r in rows:
+        by_set.setdefault(r["set"], []).append(r)
+    out = {}
+    for name, rs in sorted(by_set.items()):
+        if (ya := answers(rs)) is not None and (why := one_class(*ya)):
+            out[name] = why
+    return out

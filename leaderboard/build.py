@@ -9,15 +9,17 @@ OOD cells, attacks, efficiency), the checkpoint each seed kept, then the paired 
 the reference.
 
 Numbers over seeds are labelled by ``leaderboard.stats``: mean ± sample std, with a t-interval
-from 3 seeds (BCa bootstrap from 10). Each candidate is compared with the reference (the full
-standard-CE model of the same seed, linked from the records; for suites that record no
-reference, such as an attack study, the dense ``finetune (ce)`` row with the fewest settings) by
-two paired tests: exact McNemar on the per-example outcomes of every seed pooled, and a paired t
-over the per-seed differences, each Holm-corrected across the tests with at least 3 paired seeds. The
-rank orders candidates by the primary column and marks (▲ / ▼) a difference from the reference
-only where both tests agree from at least 3 paired seeds. A row any of
-whose seeds did not learn its task (``degenerate``) is flagged and never ranked. Published
-numbers that a sweep spec carries are extra rows, labelled "published:", never averaged.
+from 3 seeds (on the logit scale for a percentage, so it stays in [0, 100]; BCa bootstrap from
+10). Each candidate is compared with the reference (the full standard-CE model of the same seed,
+linked from the records; for suites that record no reference, such as an attack study, the
+dense ``finetune (ce)`` row with the fewest settings) over the seeds both have, paired by seed,
+with the examples' sampling variance in the standard error (``stats.crossed``), Holm-corrected
+across the tests with at least 3 paired seeds; the rank orders candidates by the primary column
+and marks (▲ / ▼) a significant difference. A row any of whose seeds did not learn its task
+(``degenerate``) is flagged and never ranked; a cell whose seed answers one class on more than
+95 % of the column's balanced set is flagged, and never ranked when it is the ranking column.
+Published numbers that a sweep spec carries are extra rows, labelled "published:", never
+averaged.
 """
 
 from __future__ import annotations
@@ -41,11 +43,13 @@ from bench.core.records import (
     parse_predictions,
     read_predictions,
 )
+from bench.metrics import one_class
 from leaderboard.plot import heatmap, plot
-from leaderboard.stats import ALPHA, MIN_SEEDS_FOR_INTERVAL, fmt, holm, mcnemar, paired_t
+from leaderboard.stats import ALPHA, MIN_SEEDS_FOR_INTERVAL, Crossed, crossed, fmt, holm, mcnemar
 
 SHOWN_IN_LABEL = ("loss", "rewind", "paradigm", "retrain_loss", "ticket")  # already part of the method's label
 SCALE = {"percent": (100.0, 1), "ratio": (1.0, 2), "number": (1.0, 1)}
+SHARE, DIFFERENCE = (0.0, 1.0), (-1.0, 1.0)  # a percentage's range: a share of examples, or a difference of two
 REFERENCE_LABEL = "finetune (ce)"
 
 
@@ -109,26 +113,36 @@ class Candidate:
     def degenerate(self) -> list[int]:
         return sorted({r.seed for r in self.records if r.degenerate})
 
+    def one_class(self, col: Column) -> list[int]:
+        """The seeds whose model answers one class on more than 95 % of one of the column's
+        balanced sets (``bench.metrics.one_class``, from the kept predictions)."""
+        return [s for s in self.seeds if (rec := self.record(s, col.key)) is not None
+                and any(o.one_class for name, o in outcomes_of(rec).items() if name in col.rows)]
+
 
 @dataclass
 class Test:
+    """A candidate against the reference on one column: over the seeds both have, paired by
+    seed, with the examples' sampling variance included (``leaderboard.stats.crossed``); with one
+    seed only the exact McNemar test of the two fixed models."""
+
     candidate: Candidate
     column: Column
     reference: Candidate  # the section's reference, or its twin on the candidate's device
-    pairs: int
-    delta: float  # candidate minus reference, share of paired examples right
-    p: float  # exact McNemar on the examples of every seed pooled
+    pairing: Pairing
     seed_deltas: list[float] = field(default_factory=list)  # the column's per-seed differences
-    seed_p: float = 1.0  # paired t over those seeds
+    result: Crossed | None = None  # None below 2 seeds
     p_holm: float = math.nan  # NaN: outside the Holm family (fewer than 3 paired seeds)
-    seed_p_holm: float = math.nan
+
+    @property
+    def delta(self) -> float:
+        return float(np.mean(self.seed_deltas)) if self.seed_deltas else self.pairing.delta
 
     @property
     def significant(self) -> bool:
-        """Both tests (Holm) in the same direction, from at least 3 paired seeds: a difference on the
-        examples that the variation between training runs does not explain."""
-        return (self.p_holm < ALPHA and len(self.seed_deltas) >= MIN_SEEDS_FOR_INTERVAL and self.seed_p_holm < ALPHA
-                and (self.delta > 0) == (float(np.mean(self.seed_deltas)) > 0))
+        """From at least 3 paired seeds, Holm p < 0.05: a difference that neither the variation
+        between training runs nor the sample of examples explains."""
+        return len(self.seed_deltas) >= MIN_SEEDS_FOR_INTERVAL and self.p_holm < ALPHA
 
 
 @dataclass
@@ -141,6 +155,14 @@ class Section:
     reference: Candidate | None
     references: list[Reference] = field(default_factory=list)
     no_reference: str = ""  # why there is none, where candidates tie for it
+
+    def bounds(self, col: Column) -> tuple[float, float] | None:
+        """The range a column's interval must stay in: a percentage is a share of examples, or a
+        difference of two shares where the table holds a negative value (an easy - hard gap)."""
+        if col.kind != "percent":
+            return None
+        vals = [v for r in self.records if isinstance(v := r.metrics.get(col.key), int | float)]
+        return DIFFERENCE if any(v < 0 for v in vals) else SHARE
 
     @property
     def primary(self) -> Column | None:
@@ -210,21 +232,20 @@ class SetOutcomes:
     uids: np.ndarray  # example ids (str), sorted, unique
     right: np.ndarray  # bool
     gold: np.ndarray  # gold label (object: int or None)
+    one_class: str | None = None  # why the model answers one class on this set (bench.metrics.one_class)
 
     def only(self, golds: tuple) -> SetOutcomes:
         keep = np.isin(self.gold, list(golds))
-        return SetOutcomes(self.uids[keep], self.right[keep], self.gold[keep])
+        return SetOutcomes(self.uids[keep], self.right[keep], self.gold[keep], self.one_class)
 
 
-def pair(mine: SetOutcomes, base: SetOutcomes) -> tuple[int, int, int]:
-    """The examples both hold: their number, and the two discordant counts (only the candidate
-    right, only the reference right) that the exact McNemar test takes."""
+def pair(mine: SetOutcomes, base: SetOutcomes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The examples both hold: their ids, and each one's outcome for the candidate and for the
+    reference."""
     if np.array_equal(mine.uids, base.uids):  # the usual case: the same examples
-        a, b = mine.right, base.right
-    else:
-        _, ia, ib = np.intersect1d(mine.uids, base.uids, assume_unique=True, return_indices=True)
-        a, b = mine.right[ia], base.right[ib]
-    return len(a), int(np.count_nonzero(a & ~b)), int(np.count_nonzero(~a & b))
+        return mine.uids, mine.right, base.right
+    uids, ia, ib = np.intersect1d(mine.uids, base.uids, assume_unique=True, return_indices=True)
+    return uids, mine.right[ia], base.right[ib]
 
 
 Outcomes = dict[str, SetOutcomes]  # set -> its outcomes
@@ -248,7 +269,7 @@ def outcomes_of(rec: Record) -> Outcomes:
         with gc_paused():
             for row in parse_predictions(path, data):
                 if (right := is_right(row)) is not None:
-                    by_set[row["set"]][str(row["uid"])] = (right, row.get("gold"))
+                    by_set[row["set"]][str(row["uid"])] = (right, row.get("gold"), row.get("pred"), "result" in row)
         if len(PARSED) >= PARSED_MAX:
             PARSED.pop(next(iter(PARSED)))
         PARSED[rec.predictions_sha256] = {name: _arrays(rows) for name, rows in by_set.items()}
@@ -260,7 +281,20 @@ def _arrays(rows: dict[str, tuple]) -> SetOutcomes:
     order = np.argsort(uids, kind="stable")
     right = np.fromiter((v[0] for v in rows.values()), bool, len(rows))
     gold = np.array([v[1] for v in rows.values()] + [None], dtype=object)[:-1]  # the None keeps it 1-D
-    return SetOutcomes(uids[order], right[order], gold[order])
+    return SetOutcomes(uids[order], right[order], gold[order], _one_class(rows))
+
+
+def _one_class(rows: dict[str, tuple]) -> str | None:
+    """``bench.metrics.one_class`` of a set's clean rows: on a two-label set the answer follows
+    from gold and correctness (HANS collapses MNLI's three predicted labels into its two)."""
+    vals = list(rows.values())
+    if not vals or any(v[3] or not isinstance(v[1], int) for v in vals):
+        return None
+    y = np.fromiter((v[1] for v in vals), int, len(vals))
+    right = np.fromiter((v[0] for v in vals), bool, len(vals))
+    if set(np.unique(y).tolist()) <= {0, 1}:
+        return one_class(y, np.where(right, y, 1 - y))
+    return one_class(y, np.array([v[2] if isinstance(v[2], int) else -1 for v in vals]))
 
 
 def is_right(row: dict) -> bool | None:
@@ -296,39 +330,74 @@ def _tests(candidates: list[Candidate], columns: list[Column], ref: Candidate | 
             mate = twin(ref, cand, candidates)
             if mate is None or cand is mate or cand.degenerate:
                 continue
-            n, b, c, seeds = paired(cand, mate, col.key, col.rows, cand.seeds)
-            if n:
-                deltas = [mine_v - ref_v for s in seeds  # the seeds behind the pairs
+            pairing = paired(cand, mate, col.key, col.rows, cand.seeds)
+            if pairing.n:
+                deltas = [mine_v - ref_v for s in pairing.seeds  # the seeds behind the pairs
                           if (mine_v := metric_value(cand, s, col.key)) is not None
                           and (ref_v := metric_value(mate, s, col.key)) is not None]
-                tests.append(Test(cand, col, mate, n, (b - c) / n, mcnemar(b, c), deltas, paired_t(deltas)))
+                tests.append(Test(cand, col, mate, pairing, deltas, crossed(deltas, pairing.example_deltas)))
     family = [t for t in tests if len(t.seed_deltas) >= MIN_SEEDS_FOR_INTERVAL]  # only tests that can mark a row
-    for t, adjusted, seed_adjusted in zip(family, holm([t.p for t in family]), holm([t.seed_p for t in family]), strict=True):
-        t.p_holm, t.seed_p_holm = adjusted, seed_adjusted
+    for t, adjusted in zip(family, holm([t.result.p for t in family]), strict=True):
+        t.p_holm = adjusted
     return tests
 
 
+@dataclass(frozen=True)
+class Pairing:
+    """Two candidates' outcomes on the same examples, seed by seed: how many pairs, the two
+    discordant counts over every seed (the McNemar test of two fixed models, where there is one
+    seed), the seeds that gave pairs, and each example's difference in correctness (candidate
+    minus reference) averaged over those seeds: the example level of ``stats.crossed``."""
+
+    n: int
+    b: int
+    c: int
+    seeds: list[int]
+    example_deltas: np.ndarray
+
+    @property
+    def delta(self) -> float:
+        return (self.b - self.c) / self.n if self.n else 0.0
+
+
 def paired(cand: Candidate, ref: Candidate, key: str, rows: tuple[str, ...], seeds,
-           golds: tuple = ()) -> tuple[int, int, int, list[int]]:
+           golds: tuple = (), ratio: float = 1.0) -> Pairing:
     """Every seed's examples of ``rows`` that both candidates' records of ``key`` hold (those
-    with gold label in ``golds``, if given): the number of pairs, the two discordant counts, and
-    the seeds that gave pairs."""
-    n = b = c = 0
+    with gold label in ``golds``, if given); each example's difference is the candidate's
+    outcome less ``ratio`` times the reference's."""
+    per_seed: list[tuple[np.ndarray, np.ndarray]] = []  # (set-qualified ids, candidate minus reference)
     with_pairs = []
+    n = b = c = 0
     for s in sorted(seeds):
         mine, base = cand.record(s, key), ref.record(s, key)
         if mine is None or base is None:
             continue
         mine, base = outcomes_of(mine), outcomes_of(base)
-        k0 = n
+        ids, diffs = [], []
         for name in dict.fromkeys(rows):  # a set named twice is still one set
             if name in mine and name in base:
                 a, r = (mine[name].only(golds), base[name].only(golds)) if golds else (mine[name], base[name])
-                k, bb, cc = pair(a, r)
-                n, b, c = n + k, b + bb, c + cc
-        if n > k0:
+                uids, x, y = pair(a, r)
+                n, b, c = n + len(uids), b + int(np.count_nonzero(x & ~y)), c + int(np.count_nonzero(~x & y))
+                ids.append(np.char.add(f"{name}\x00", uids) if len(rows) > 1 else uids)
+                diffs.append(x.astype(np.int8) - y.astype(np.int8) if ratio == 1 else x - ratio * y)
+        if ids and sum(map(len, ids)):
             with_pairs.append(s)
-    return n, b, c, with_pairs
+            per_seed.append((np.concatenate(ids), np.concatenate(diffs)))
+    return Pairing(n, b, c, with_pairs, _by_example(per_seed))
+
+
+def _by_example(per_seed: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Each example's difference averaged over the seeds that paired it."""
+    if not per_seed:
+        return np.zeros(0)
+    first = per_seed[0][0]
+    if all(np.array_equal(ids, first) for ids, _ in per_seed):  # the usual case: every seed on the same examples
+        return np.mean([d for _, d in per_seed], axis=0)
+    ids = np.concatenate([i for i, _ in per_seed])
+    diffs = np.concatenate([d for _, d in per_seed]).astype(float)
+    _, inverse = np.unique(ids, return_inverse=True)
+    return np.bincount(inverse, weights=diffs) / np.bincount(inverse)
 
 
 def metric_value(c: Candidate, seed: int, key: str) -> float | None:
@@ -374,23 +443,31 @@ def _mean(c: Candidate, col: Column) -> float:
 
 def ranks(sec: Section) -> dict[int, str]:
     """Rank by the primary column's mean (direction as declared), with ▲ / ▼ where the paired
-    test against the reference on that column is significant; the reference is 'ref',
-    degenerate rows are never ranked."""
+    test against the reference on that column is significant; the reference is 'ref'. Degenerate
+    rows, and rows that answer one class on the primary column's set in some seed, are never
+    ranked: their number there is chance, not skill."""
     col = sec.primary
     if col is None:
         return {}
     sign = -1.0 if col.higher_is_better is False else 1.0
-    ranked = sorted((c for c in sec.candidates if not c.degenerate and not math.isnan(_mean(c, col))),
-                    key=lambda c: -sign * _mean(c, col))
+    ranked = sorted((c for c in sec.candidates if not c.degenerate and not c.one_class(col)
+                     and not math.isnan(_mean(c, col))), key=lambda c: -sign * _mean(c, col))
     marks = {id(t.candidate): ("▲" if t.delta * sign > 0 else "▼") for t in sec.tests
              if t.column.key == col.key and t.significant}
     out = {id(c): f"{i}{' ' + marks[id(c)] if id(c) in marks else ''}" for i, c in enumerate(ranked, 1)}
-    if sec.reference is not None and id(sec.reference) in out:
-        out[id(sec.reference)] += " (ref)"
+    if sec.reference is not None:
+        out[id(sec.reference)] = out.get(id(sec.reference), "—") + " (ref)"
     for mate in _twins(sec):
-        if id(mate) in out:
-            out[id(mate)] += f" (ref, {device(mate)})"
+        out[id(mate)] = out.get(id(mate), "—") + f" (ref, {device(mate)})"
     return out
+
+
+def cell(sec: Section, cand: Candidate, col: Column) -> str:
+    """A candidate's value of one column over its seeds, flagged where a seed answers one class
+    on the column's set."""
+    text = fmt(cand.values(col.key), *SCALE[col.kind], bounds=sec.bounds(col))
+    flagged = cand.one_class(col) if col.rows else []
+    return text + (f" ⚠ one class (seed {', '.join(map(str, flagged))})" if flagged else "")
 
 
 def _twins(sec: Section) -> list[Candidate]:
@@ -416,12 +493,12 @@ def main_table(sec: Section) -> pd.DataFrame:
         rows.append(row | {"sparsity % (achieved)": "", "non-zero params (M)": "", "seeds": "published"})
     for cand in sec.candidates:
         flag = f" ⚠ DEGENERATE (seed {', '.join(map(str, cand.degenerate))}: did not learn the task; not ranked)" if cand.degenerate else ""
-        row = {"rank": "—" if cand.degenerate else rank.get(id(cand), ""), "method": cand.name + flag,
+        row = {"rank": rank.get(id(cand), "—" if sec.primary else ""), "method": cand.name + flag,
                "sparsity": _target(cand, full)}
         for c in cols:
-            row[c.label] = fmt(cand.values(c.key), *SCALE[c.kind])
+            row[c.label] = cell(sec, cand, c)
         first = {s: next(r for r in cand.records if r.seed == s) for s in cand.seeds}
-        row["sparsity % (achieved)"] = fmt([first[s].sparsity["sparsity"] for s in cand.seeds], 100.0, 1)
+        row["sparsity % (achieved)"] = fmt([first[s].sparsity["sparsity"] for s in cand.seeds], 100.0, 1, (0.0, 1.0))
         row["non-zero params (M)"] = fmt([nonzero(first[s]) for s in cand.seeds], 1e-6, 2)
         row["seeds"] = ",".join(map(str, cand.seeds))
         rows.append(row)
@@ -435,7 +512,7 @@ def details_tables(sec: Section) -> list[tuple[str, pd.DataFrame]]:
         cols = [c for c in sec.columns if c.table == name]
         rows = []
         for cand in sec.candidates:
-            cells = {c.label: fmt(cand.values(c.key), *SCALE[c.kind]) for c in cols}
+            cells = {c.label: cell(sec, cand, c) for c in cols}
             if any(v != "–" for v in cells.values()):
                 rows.append({"method": cand.name, "sparsity": _sparsity(cand)} | cells)
         if rows:
@@ -472,11 +549,13 @@ def tests_table(sec: Section) -> pd.DataFrame | None:
     for t in sec.tests:
         row = rows.setdefault(id(t.candidate), {"method": t.candidate.name, "sparsity": _sparsity(t.candidate)})
         mark = " ✓" if t.significant else ""
-        k = len(t.seed_deltas)
+        k, n = len(t.seed_deltas), len(t.pairing.example_deltas)
         if k >= MIN_SEEDS_FOR_INTERVAL:
-            detail = f"p={t.p_holm:.2g}, n={t.pairs}; seeds p={t.seed_p_holm:.2g}, k={k}"
+            detail = f"p={t.p_holm:.2g}, k={k} seeds, {n} examples"
+        elif t.result is not None:
+            detail = f"p={t.result.p:.2g} uncorrected, k={k} seeds, {n} examples: no mark below 3 seeds"
         else:
-            detail = f"p={t.p:.2g} uncorrected, n={t.pairs}; {k} seed{'s' * (k != 1)}: no test over seeds"
+            detail = f"two fixed models: McNemar p={mcnemar(t.pairing.b, t.pairing.c):.2g}, {t.pairing.n} pairs"
         row[t.column.label] = f"{100 * t.delta:+.1f} ({detail}){mark}"
     return pd.DataFrame([{k: r.get(k, "") for k in ["method", "sparsity", *cols]} for r in rows.values()])
 
@@ -526,9 +605,11 @@ def _code(rs: list[Record]) -> str:
 def _legend(sec: Section) -> str:
     ref = _against(sec) if sec.reference else sec.no_reference or "none in this table"
     primary = f"Ranked by {sec.primary.label} (mean over seeds)" if sec.primary else "Not ranked (no primary column)"
-    return (f"{primary}; ▲ / ▼: significantly above / below the reference ({ref}) on it by both paired tests, "
-            "each Holm-corrected across this table's tests with at least 3 paired seeds, p < 0.05: the exact McNemar test "
-            "on the per-example outcomes of every seed pooled, and the paired t-test of the per-seed differences.")
+    return (f"{primary}; ▲ / ▼: significantly above / below the reference ({ref}) on it, from at least 3 paired "
+            "seeds: the per-seed differences paired by seed, their standard error widened by the examples' sampling "
+            "variance, Student t with seeds - 1 degrees of freedom, Holm-corrected across this table's tests with "
+            "at least 3 paired seeds, p < 0.05. ⚠ one class: that seed answers one class on more than 95 % of the "
+            "column's balanced set (chance, whatever the accuracy); a row flagged on its ranking column is not ranked.")
 
 
 def build(records: list[Record], markdown: Path | None = None, references: list[Reference] = ()) -> str:
@@ -543,8 +624,9 @@ def build(records: list[Record], markdown: Path | None = None, references: list[
         "",
         "One table per task and backbone, a row per candidate. Percentages (F_bias, speed-ups: ratios; F_bias "
         "below 1 is less biased than the full standard-CE model of the same backbone, task and seed). Several "
-        "seeds: mean ± sample std; from 3 seeds, [the 95 % t-interval of the mean] (from 10, the 95 % BCa "
-        "bootstrap interval); fewer than 3 seeds have no interval. Sparsity counts the encoder's Q, K, V, "
+        "seeds: mean ± sample std; from 3 seeds, [the 95 % t-interval of the mean, on the logit scale for "
+        "percentages] (from 10, the 95 % BCa bootstrap interval); fewer than 3 seeds have no interval; where a "
+        "percentage's seeds spread by more than 10 points (sd), each seed's value follows. Sparsity counts the encoder's Q, K, V, "
         "attention-output and FFN matrices (DESIGN section 3); non-zero parameters count every parameter "
         "less those zeros.",
         "",
@@ -565,9 +647,9 @@ def build(records: list[Record], markdown: Path | None = None, references: list[
                     kept.to_markdown(index=False, disable_numparse=True), ""]
         tests = tests_table(sec)
         if tests is not None:
-            out += [f"Paired tests against {_against(sec)}, {sec.task}: difference in the share of the same "
-                    "examples right, points (Holm-adjusted exact McNemar p, n paired examples over all seeds; "
-                    "Holm-adjusted paired t p over k seeds; ✓ both p < 0.05 in the same direction, k ≥ 3):", "",
+            out += [f"Paired tests against {_against(sec)}, {sec.task}: mean per-seed difference, points (Holm-adjusted "
+                    "p of the test over k seeds and the examples; ✓ p < 0.05 with k ≥ 3; one seed: the exact McNemar "
+                    "test of the two fixed models, no mark):", "",
                     tests.to_markdown(index=False, disable_numparse=True), ""]
     return "\n".join(out)
 

@@ -42,7 +42,7 @@ def _group(verdict: str) -> str:
     """A verdict without its per-claim detail: "not tested: <why>" and "inconclusive (k seeds)"."""
     if verdict.startswith("not tested"):
         return "not tested"
-    return re.sub(r"^inconclusive \(\d+ seeds?\)$", "inconclusive (< 5 seeds)", verdict)
+    return re.sub(r"^inconclusive \(\d+ seeds?\)$", "inconclusive (< 3 seeds)", verdict)
 
 
 def _verdicts(study: Path, records) -> str:

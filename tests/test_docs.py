@@ -30,7 +30,7 @@ def test_the_studies_table_groups_verdicts_without_their_detail():
     from leaderboard.headline import _group
 
     assert _group("not tested: no records of imp (ce) 50%") == "not tested"
-    assert _group("inconclusive (1 seed)") == _group("inconclusive (3 seeds)") == "inconclusive (< 5 seeds)"
+    assert _group("inconclusive (1 seed)") == _group("inconclusive (2 seeds)") == "inconclusive (< 3 seeds)"
     assert _group("inconclusive (tests disagree)") == "inconclusive (tests disagree)"
     assert _group("reproduced") == "reproduced"
 

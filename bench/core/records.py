@@ -21,6 +21,10 @@ Schema (``SCHEMA_VERSION`` 1), one object per file under ``<out>/records/``:
 - ``artifact``: the cached candidate's directory and lineage key
 - ``degenerate``: null, or why the candidate did not learn its task (one class on > 95 % of the
   test set, or accuracy within 1 point of the majority class): flagged, never ranked
+- ``one_class``: per evaluated set, why the candidate answers one class on more than 95 % of a
+  balanced set (``bench.metrics.one_class``): that cell is flagged and never ranked; absent
+  (null) in records made before it was recorded, whose leaderboards compute it from the
+  predictions
 - ``columns``: how each metric is shown on the leaderboard (``Column``), as its suite declared it
 - ``provenance``: ``config`` (the whole run spec), ``versions``, ``git``, ``data``
   (source descriptions and sha256 per file), ``device``, ``wall_seconds``, ``memory`` (peak MB)
@@ -93,6 +97,7 @@ class Record:
     provenance: dict
     created: str = ""
     degenerate: str | None = None  # why the candidate did not learn the task (bench.metrics.degenerate)
+    one_class: dict[str, str] | None = None  # set -> why it answers one class there (None: not recorded)
     predictions_sha256: str = ""
     columns: list[dict] = field(default_factory=list)  # Column.to_dict() of every metric, as declared
     schema_version: int = SCHEMA_VERSION

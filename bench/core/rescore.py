@@ -5,7 +5,8 @@ For each record: the predictions file is read and checked against the record's s
 row's gold label is checked against the example of the same id in the data the run used (its
 task, example cap and suite parameters, from the record's provenance); the suite recomputes its
 metrics from the rows (``Suite.score``, the formula ``evaluate`` itself uses), F_bias from the
-re-scored reference record, and the degenerate flag from the test rows. Any difference is a
+re-scored reference record, and the degenerate flag from the test rows and the
+one-class flags from every set's rows (where the record has them). Any difference is a
 mismatch. Timings (``eff/``) are measurements, not functions of the predictions, and are not
 re-scored; records made before predictions were kept are listed as not re-scorable.
 """
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from bench.core.records import Record, load_predictions, load_records
 from bench.errors import BenchError
-from bench.metrics import degenerate
+from bench.metrics import degenerate, one_class_sets
 from bench.registry import SUITES, TASKS
 from bench.spec.run import digest, resolve
 
@@ -117,6 +118,8 @@ def rescore_record(record: Record, records_dir: Path, data_dir: str | None = Non
     test = [r for r in rows if r["set"] == "test"]
     if test and degenerate([r["gold"] for r in test], [r["pred"] for r in test]) != record.degenerate:
         problems.append(f"degenerate: recorded {record.degenerate!r}, recomputed otherwise")
+    if record.one_class is not None and one_class_sets(rows) != record.one_class:
+        problems.append(f"one_class: recorded {record.one_class!r}, recomputed {one_class_sets(rows)!r}")
     return Rescored(record.run_id, "mismatch" if problems else "exact", problems, metrics, len(metrics), gold)
 
 

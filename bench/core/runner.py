@@ -31,7 +31,7 @@ from bench.core.provenance import (
 from bench.core.records import Record, finished, load_record, record_path, write_predictions
 from bench.data.examples import TaskData
 from bench.errors import BenchError
-from bench.metrics import degenerate
+from bench.metrics import degenerate, one_class_sets
 from bench.model import accel
 from bench.model.backbone import load_classifier, resolve
 from bench.model.efficiency import COLUMNS as EFFICIENCY
@@ -187,6 +187,7 @@ class Runner:
             )),
             created=datetime.now(UTC).isoformat(timespec="seconds"),
             degenerate=degenerate([r["gold"] for r in test], [r["pred"] for r in test]),
+            one_class=one_class_sets(result.predictions),
             columns=[c.to_dict() for c in suite.columns(result.details, metrics) + EFFICIENCY if c.key in metrics],
         )
         write_atomic(path, record.to_json())

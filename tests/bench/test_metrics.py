@@ -47,3 +47,21 @@ def test_a_candidate_that_did_not_learn_is_degenerate():
     skewed = [0] * 97 + [1] * 3  # gold itself 97 % one class: a model that answers it mostly is not flagged for that
     assert degenerate(skewed, [0] * 97 + [1] * 3) is None
     assert "majority class" in degenerate(skewed, [0] * 100)
+
+
+def test_one_class_on_a_balanced_set_is_read_in_the_sets_own_labels():
+    """HANS collapses MNLI's three labels into two: a model answering neutral or contradiction
+    everywhere answers 'non-entailment' on all of HANS, though its predicted labels differ."""
+    from bench.metrics import answers, one_class, one_class_sets
+
+    y = np.array([0, 1] * 50)
+    assert "answers class 0 on 96.0%" in one_class(y, np.array([0] * 96 + [1] * 4))
+    assert one_class(y, y) is None
+    assert one_class(np.array([0] * 97 + [1] * 3), np.zeros(100, int)) is None  # gold itself that skewed
+    hans = [{"set": "hans", "uid": i, "gold": i % 2, "pred": 1 + i % 2, "correct": i % 2 == 1} for i in range(100)]
+    gold, answer = answers(hans)
+    assert (answer == 1).all() and list(gold) == [0, 1] * 50
+    attack = [{"set": "textfooler", "uid": i, "gold": i % 2, "pred": 0, "correct": False, "result": "successful"}
+              for i in range(100)]
+    test = [{"set": "test", "uid": i, "gold": i % 3, "pred": 2, "correct": i % 3 == 2} for i in range(99)]
+    assert set(one_class_sets(hans + attack + test)) == {"hans", "test"}  # an attack's answer is its outcome

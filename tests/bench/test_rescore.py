@@ -83,3 +83,16 @@ def test_an_edited_metric_an_edited_prediction_or_a_wrong_gold_label_is_a_mismat
 def test_every_committed_study_rescores_without_a_mismatch(study):
     results = rescore(ROOT / "results" / study, str(ROOT.parent / "shared" / "data"))
     assert [r.problems for r in results if r.status == "mismatch"] == []
+
+
+def test_a_records_one_class_flags_are_recorded_and_re_scored(runner, run_spec, capsys):
+    """A run records, per evaluated set, where it answers one class; an edit of that field is a
+    mismatch (records made before the field existed hold null and are not checked on it)."""
+    rec = runner.run(run_spec("finetune"))
+    assert isinstance(rec.one_class, dict)
+    path = runner.out / "records" / f"{rec.run_id}.json"
+    _rewrite(path, lambda d: d.update(one_class={"hans_synth": "answers class 0 on 99.0% of 10 examples"}))
+    assert main(["rescore", str(runner.out)]) == 2
+    assert "one_class: recorded" in capsys.readouterr().out
+    _rewrite(path, lambda d: d.update(one_class=None))
+    assert main(["rescore", str(runner.out)]) == 0

@@ -76,16 +76,19 @@ def test_pairing_counts_only_the_examples_both_runs_hold():
 
     from leaderboard.build import _arrays, pair
 
+    def counts(uids, x, y):
+        return len(uids), int((x & ~y).sum()), int((~x & y).sum())
+
     rng = random.Random(0)
-    mine = {f"u{i}": (rng.random() < 0.6, i % 3) for i in rng.sample(range(400), 300)}
-    base = {f"u{i}": (rng.random() < 0.5, i % 3) for i in rng.sample(range(400), 250)}
+    mine = {f"u{i}": (rng.random() < 0.6, i % 3, 0, False) for i in rng.sample(range(400), 300)}
+    base = {f"u{i}": (rng.random() < 0.5, i % 3, 0, False) for i in rng.sample(range(400), 250)}
     for golds in ((), (1, 2)):
         keys = [k for k in mine if k in base and (not golds or mine[k][1] in golds)]
         expected = (len(keys), sum(mine[k][0] and not base[k][0] for k in keys),
                     sum(base[k][0] and not mine[k][0] for k in keys))
         a, b = _arrays(mine), _arrays(base)
-        assert pair(*((a.only(golds), b.only(golds)) if golds else (a, b))) == expected and expected[0] > 50
-    assert pair(_arrays(mine), _arrays(dict(reversed(mine.items())))) == (300, 0, 0)  # same examples, other order
+        assert counts(*pair(*((a.only(golds), b.only(golds)) if golds else (a, b)))) == expected and expected[0] > 50
+    assert counts(*pair(_arrays(mine), _arrays(dict(reversed(mine.items()))))) == (300, 0, 0)  # other order
 
 
 def test_published_rows_are_labelled_and_never_averaged():
@@ -221,25 +224,26 @@ def test_rank_marks_only_what_a_paired_test_finds(tmp_path):
     rank = {ln.split("|")[2].strip(): ln.split("|")[1].strip() for ln in md.splitlines()
             if "(ce)" in ln and ln.startswith("| ") and "±" in ln}
     assert rank["big (ce)"] == "1 ▲" and rank["small (ce)"] == "2" and rank["finetune (ce)"] == "3 (ref)"
-    assert "Paired tests against finetune (ce)" in md and "+30.0 (p=" in md and "k=3) ✓" in md
+    assert "Paired tests against finetune (ce)" in md and "+30.1 (p=" in md and "k=3 seeds, 100 examples) ✓" in md
 
 
 def test_a_difference_from_one_seed_gets_no_mark(tmp_path):
-    """The pooled McNemar test alone overstates an effect that varies by seed: here the candidate
-    is far better on seed 0 and slightly worse on seeds 1 and 2. Pooled, it is significantly
-    better on the examples; over seeds, the paired t-test cannot tell: no ▲, no ✓."""
+    """A McNemar test on every seed's examples pooled overstates an effect that varies by seed:
+    here the candidate is far better on seed 0 and slightly worse on seeds 1 and 2. Pooled, it
+    is significantly better on the examples; over seeds (the unit of analysis) it is not: no ▲,
+    no ✓."""
     base = [True] * 50 + [False] * 50
     seed_rights = {0: [True] * 95 + [False] * 5, 1: [True] * 48 + [False] * 52, 2: [True] * 47 + [False] * 53}
     recs = [_with_predictions(tmp_path, label, seed, base if label == "finetune (ce)" else seed_rights[seed])
             for label in ("finetune (ce)", "lucky (ce)") for seed in (0, 1, 2)]
     sec = sections(recs)[0]
     (t,) = sec.tests
-    assert t.p_holm < 0.05 and t.seed_p_holm > 0.05 and not t.significant
+    assert mcnemar(t.pairing.b, t.pairing.c) < 0.05 and t.p_holm > 0.05 and not t.significant
     md = build(recs)
     rank = {ln.split("|")[2].strip(): ln.split("|")[1].strip() for ln in md.splitlines()
             if "(ce)" in ln and ln.startswith("| ") and "±" in ln}
     (row,) = [ln for ln in md.split("Paired tests")[1].splitlines() if ln.startswith("| lucky (ce)")]
-    assert rank["lucky (ce)"] == "1" and row.rstrip(" |").endswith("k=3)")
+    assert rank["lucky (ce)"] == "1" and row.rstrip(" |").endswith("k=3 seeds, 100 examples)")
 
 
 def test_the_sparsity_pattern_reads_distilbert_names_too():
@@ -307,15 +311,72 @@ def test_two_equally_plain_references_give_none_not_one_picked_by_sort_order():
     assert "tie as the reference, so no paired tests" in build(recs)
 
 
-def test_a_seed_difference_without_spread_is_no_test():
-    """Metrics over 100 examples move in whole points: +1 on every seed has no variance, and
-    the t statistic is undefined; it must not read as p = 0."""
-    from leaderboard.stats import paired_t
+def test_a_seed_difference_without_spread_is_judged_by_its_examples():
+    """Metrics over 100 examples move in whole points: +1 on every seed has no spread between
+    seeds, and must not read as p = 0; the examples' sampling variance is still there."""
+    import numpy as np
 
-    assert paired_t([0.01, 0.01, 0.01]) == 1.0
-    assert paired_t([0.31 - 0.38, 0.25 - 0.32, 0.07 - 0.14]) == 1.0  # equal but for float noise
-    assert paired_t([0.0, 0.0, 0.0]) == 1.0
-    assert paired_t([0.05, 0.06, 0.04, 0.05, 0.07]) < 0.01
+    from leaderboard.stats import crossed
+
+    one_example = np.array([1.0] + [0.0] * 99)  # the same example flipped on every seed
+    assert crossed([0.01, 0.01, 0.01], one_example).p > 0.3
+    assert crossed([0.31 - 0.38, 0.25 - 0.32, 0.07 - 0.14], -one_example).se == pytest.approx(0.01, rel=0.01)
+    assert crossed([0.0, 0.0, 0.0], np.zeros(100)).p == 1.0
+    spread = np.array([1.0] * 50 + [0.0] * 950)  # 5 points on 1,000 examples
+    assert crossed([0.05, 0.06, 0.04, 0.05, 0.07], spread).p < 0.05
+    assert crossed([0.05], spread) is None  # one training run: nothing to judge an effect against
+
+
+def test_the_crossed_interval_counts_both_seeds_and_examples():
+    """The standard error is the seeds' spread over sqrt(seeds) and the examples' over
+    sqrt(examples), added in quadrature; t with seeds - 1 degrees of freedom; clipped to ±1."""
+    import numpy as np
+    from scipy import stats
+
+    from leaderboard.stats import crossed
+
+    d = [0.02, 0.05, 0.03, 0.04]
+    e = np.array([1.0, 0.0, 0.5, 0.0] * 25)
+    t = crossed(d, e, level=0.99)
+    se = np.sqrt(np.var(d, ddof=1) / 4 + np.var(e, ddof=1) / 100)
+    assert t.se == pytest.approx(se) and t.df == 3
+    assert (t.low, t.high) == pytest.approx((np.mean(d) - stats.t.ppf(0.995, 3) * se, np.mean(d) + stats.t.ppf(0.995, 3) * se))
+    wild = crossed([0.9, -0.9, 0.95], np.zeros(10))
+    assert -1.0 <= wild.low and wild.high <= 1.0
+
+
+def test_a_percentage_interval_stays_inside_its_bounds_and_a_wide_spread_shows_each_seed():
+    from leaderboard.stats import WIDE_SD
+
+    vals = [0.97, 0.99, 1.0]
+    assert interval(vals)[1] > 1.0  # the plain t-interval leaves [0, 1] ...
+    lo, hi = interval(vals, (0.0, 1.0))  # ... its logit-scale twin does not
+    assert 0.0 <= lo < min(vals) and 0.999 < hi <= 1.0
+    lo, hi = interval([0.0, 0.0, 0.9], (0.0, 1.0))
+    assert 0.0 <= lo and hi <= 1.0
+    assert fmt([0.31, 0.23, 0.31, 0.56, 0.28], bounds=(0.0, 1.0)).endswith("(seeds 31.0 / 23.0 / 31.0 / 56.0 / 28.0)")
+    assert "seeds" not in fmt([0.50, 0.52, 0.51], bounds=(0.0, 1.0)) and WIDE_SD == 0.10
+
+
+def test_a_cell_answering_one_class_is_flagged_and_never_ranked(tmp_path):
+    """A candidate answering one class on more than 95 % of a balanced set is at chance there,
+    whatever its accuracy: the cell says so and the row is not ranked on that column."""
+    from bench.core.records import write_predictions
+
+    recs = []
+    for label, right in (("finetune (ce)", lambda i: i < 70), ("stuck (ce)", lambda i: i % 2 == 0)):
+        for seed in (0, 1, 2):
+            r = _rec(label, seed, None, 0.8, 0.7 if label == "finetune (ce)" else 0.5, 1.0)
+            # gold alternates 0/1; "stuck" is right exactly on gold 0: it answers 0 everywhere
+            rows = [{"set": "hans_synth", "uid": f"u{i}", "gold": i % 2, "pred": 0, "correct": right(i)} for i in range(100)]
+            r.predictions, r.predictions_sha256 = write_predictions(tmp_path, r.run_id, rows)
+            r.where = tmp_path / "records"
+            recs.append(r)
+    md = build(recs)
+    row = next(ln for ln in md.splitlines() if ln.startswith("| ") and "stuck (ce)" in ln)  # the main table
+    assert "⚠ one class (seed 0, 1, 2)" in row and row.split("|")[1].strip() == "—"
+    ref = next(ln for ln in md.splitlines() if ln.startswith("| ") and "| finetune (ce)" in ln)
+    assert "one class" not in ref and ref.split("|")[1].strip() == "1 (ref)"
 
 
 def test_tests_that_cannot_mark_a_row_stay_out_of_the_holm_family(tmp_path):
@@ -326,10 +387,10 @@ def test_tests_that_cannot_mark_a_row_stay_out_of_the_holm_family(tmp_path):
     recs = [_with_predictions(tmp_path, label, seed, right) for label, right in rights.items()
             for seed in ((0,) if label == "once (ce)" else (0, 1, 2))]
     tests = {t.candidate.label: t for t in sections(recs)[0].tests if t.column.key == "ood/hans_synth"}
-    assert tests["big (ce)"].p_holm == tests["big (ce)"].p  # a family of one
+    assert tests["big (ce)"].p_holm == tests["big (ce)"].result.p  # a family of one
     assert tests["once (ce)"].p_holm != tests["once (ce)"].p_holm  # NaN: outside the family
     md = build(recs)
-    assert "uncorrected, n=100; 1 seed: no test over seeds" in md
+    assert "two fixed models: McNemar p=" in md and ", 100 pairs)" in md
 
 
 def test_a_predictions_file_edited_after_a_first_table_is_still_refused(tmp_path, capsys):
