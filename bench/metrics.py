@@ -74,26 +74,14 @@ def degenerate(y: Sequence[int], pred: Sequence[int]) -> str | None:
     return None
 
 
-def answers(rows: Sequence[dict]) -> tuple[np.ndarray, np.ndarray] | None:
-    """The gold labels and the answers of one set's clean prediction rows, in the set's own
-    labels, or None when its rows are attacks (their answer is the attack's outcome) or carry no
-    gold. On a two-label set the answer follows from the gold label and correctness: HANS collapses
-    MNLI's three predicted labels into its two, so ``pred`` is in another label space there."""
-    rows = [r for r in rows if "result" not in r]
-    if not rows or any(not isinstance(r.get("gold"), int) for r in rows):
-        return None
-    y = np.array([r["gold"] for r in rows])
-    right = np.array([bool(r.get("correct", r["gold"] == r.get("pred"))) for r in rows])
-    if len(np.unique(y)) <= 2 and set(np.unique(y).tolist()) <= {0, 1}:
-        return y, np.where(right, y, 1 - y)
-    return y, np.array([r.get("pred", -1) for r in rows])
-
-
-def one_class(y: np.ndarray, answer: np.ndarray) -> str | None:
+def one_class(y: Sequence[int], answer: Sequence[int]) -> str | None:
     """Why a model answers one class on a balanced set, or None: one answer on more than 95 % of
     the set when its gold labels are not that skewed themselves. Such a model is at chance on
     the set whatever its accuracy, so its cell is flagged, never ranked, and no claim that needs
-    it can be reproduced."""
+    it can be reproduced. ``answer`` is the rows' ``pred``, in the set's own labels (HANS rows
+    hold MNLI's three labels collapsed into its two; FEVER-Symmetric keeps "not enough info",
+    which then counts as a class of its own)."""
+    y, answer = np.asarray(y), np.asarray(answer)
     if not len(y):
         return None
     top, top_n = np.unique(answer, return_counts=True)
@@ -104,12 +92,14 @@ def one_class(y: np.ndarray, answer: np.ndarray) -> str | None:
 
 
 def one_class_sets(rows: Sequence[dict]) -> dict[str, str]:
-    """``one_class`` of every clean set in a run's prediction rows, by set name."""
+    """``one_class`` of every set in a run's prediction rows, by set name. Attack rows are left
+    out: their outcome is the attack's, not a clean answer."""
     by_set: dict[str, list[dict]] = {}
     for r in rows:
-        by_set.setdefault(r["set"], []).append(r)
+        if "result" not in r and isinstance(r.get("gold"), int) and isinstance(r.get("pred"), int):
+            by_set.setdefault(r["set"], []).append(r)
     out = {}
     for name, rs in sorted(by_set.items()):
-        if (ya := answers(rs)) is not None and (why := one_class(*ya)):
+        if why := one_class([r["gold"] for r in rs], [r["pred"] for r in rs]):
             out[name] = why
     return out

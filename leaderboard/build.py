@@ -9,7 +9,7 @@ OOD cells, attacks, efficiency), the checkpoint each seed kept, then the paired 
 the reference.
 
 Numbers over seeds are labelled by ``leaderboard.stats``: mean ± sample std, with a t-interval
-from 3 seeds (on the logit scale for a percentage, so it stays in [0, 100]; BCa bootstrap from
+from 3 seeds (intersected with [0, 100] for a percentage; BCa bootstrap from
 10). Each candidate is compared with the reference (the full standard-CE model of the same seed,
 linked from the records; for suites that record no reference, such as an attack study, the
 dense ``finetune (ce)`` row with the fewest settings) over the seeds both have, paired by seed,
@@ -48,8 +48,9 @@ from leaderboard.plot import heatmap, plot
 from leaderboard.stats import ALPHA, MIN_SEEDS_FOR_INTERVAL, Crossed, crossed, fmt, holm, mcnemar
 
 SHOWN_IN_LABEL = ("loss", "rewind", "paradigm", "retrain_loss", "ticket")  # already part of the method's label
-SCALE = {"percent": (100.0, 1), "ratio": (1.0, 2), "number": (1.0, 1)}
-SHARE, DIFFERENCE = (0.0, 1.0), (-1.0, 1.0)  # a percentage's range: a share of examples, or a difference of two
+SCALE = {"percent": (100.0, 1), "points": (100.0, 1), "ratio": (1.0, 2), "number": (1.0, 1)}
+SHARE, DIFFERENCE = (0.0, 1.0), (-1.0, 1.0)
+BOUNDS = {"percent": SHARE, "points": DIFFERENCE}  # the range a column's interval must stay in
 REFERENCE_LABEL = "finetune (ce)"
 
 
@@ -155,14 +156,6 @@ class Section:
     reference: Candidate | None
     references: list[Reference] = field(default_factory=list)
     no_reference: str = ""  # why there is none, where candidates tie for it
-
-    def bounds(self, col: Column) -> tuple[float, float] | None:
-        """The range a column's interval must stay in: a percentage is a share of examples, or a
-        difference of two shares where the table holds a negative value (an easy - hard gap)."""
-        if col.kind != "percent":
-            return None
-        vals = [v for r in self.records if isinstance(v := r.metrics.get(col.key), int | float)]
-        return DIFFERENCE if any(v < 0 for v in vals) else SHARE
 
     @property
     def primary(self) -> Column | None:
@@ -285,16 +278,10 @@ def _arrays(rows: dict[str, tuple]) -> SetOutcomes:
 
 
 def _one_class(rows: dict[str, tuple]) -> str | None:
-    """``bench.metrics.one_class`` of a set's clean rows: on a two-label set the answer follows
-    from gold and correctness (HANS collapses MNLI's three predicted labels into its two)."""
-    vals = list(rows.values())
-    if not vals or any(v[3] or not isinstance(v[1], int) for v in vals):
-        return None
-    y = np.fromiter((v[1] for v in vals), int, len(vals))
-    right = np.fromiter((v[0] for v in vals), bool, len(vals))
-    if set(np.unique(y).tolist()) <= {0, 1}:
-        return one_class(y, np.where(right, y, 1 - y))
-    return one_class(y, np.array([v[2] if isinstance(v[2], int) else -1 for v in vals]))
+    """``bench.metrics.one_class`` of a set's clean rows (attack rows left out, as
+    ``bench.metrics.one_class_sets`` does for the record)."""
+    clean = [v for v in rows.values() if not v[3] and isinstance(v[1], int) and isinstance(v[2], int)]
+    return one_class([v[1] for v in clean], [v[2] for v in clean]) if clean else None
 
 
 def is_right(row: dict) -> bool | None:
@@ -465,7 +452,7 @@ def ranks(sec: Section) -> dict[int, str]:
 def cell(sec: Section, cand: Candidate, col: Column) -> str:
     """A candidate's value of one column over its seeds, flagged where a seed answers one class
     on the column's set."""
-    text = fmt(cand.values(col.key), *SCALE[col.kind], bounds=sec.bounds(col))
+    text = fmt(cand.values(col.key), *SCALE[col.kind], bounds=BOUNDS.get(col.kind))
     flagged = cand.one_class(col) if col.rows else []
     return text + (f" ⚠ one class (seed {', '.join(map(str, flagged))})" if flagged else "")
 
@@ -624,8 +611,8 @@ def build(records: list[Record], markdown: Path | None = None, references: list[
         "",
         "One table per task and backbone, a row per candidate. Percentages (F_bias, speed-ups: ratios; F_bias "
         "below 1 is less biased than the full standard-CE model of the same backbone, task and seed). Several "
-        "seeds: mean ± sample std; from 3 seeds, [the 95 % t-interval of the mean, on the logit scale for "
-        "percentages] (from 10, the 95 % BCa bootstrap interval); fewer than 3 seeds have no interval; where a "
+        "seeds: mean ± sample std; from 3 seeds, [the 95 % t-interval of the mean, intersected with the "
+        "metric's range for percentages] (from 10, the 95 % BCa bootstrap interval); fewer than 3 seeds have no interval; where a "
         "percentage's seeds spread by more than 10 points (sd), each seed's value follows. Sparsity counts the encoder's Q, K, V, "
         "attention-output and FFN matrices (DESIGN section 3); non-zero parameters count every parameter "
         "less those zeros.",

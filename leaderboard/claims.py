@@ -369,8 +369,8 @@ def render(results: list[Result]) -> str:
         ids = [rec.run_id for x in (r.cand, r.ref) if x for s in seeds if (rec := x.record(s, c.metric))]
         sources.append(f"- {c.id}: " + (", ".join(f"[`{rid[-12:]}`](records/{rid}.json)" for rid in ids) or "none"))
     families = sorted({c.family for c in (r.claim for r in results) if c.family}, key=lambda f: f.name)
-    legend = ("Ours: mean ± sample sd over the seeds both sides have [95 % interval of the mean: Student t on the "
-              "logit scale from 3 seeds, BCa bootstrap from 10], in percent. Difference: the mean of the per-seed "
+    legend = ("Ours: mean ± sample sd over the seeds both sides have [95 % interval of the mean: Student t from 3 "
+              "seeds, intersected with [0, 100], BCa bootstrap from 10], in percent. Difference: the mean of the per-seed "
               "differences (paired by seed) and its interval: Student t with seeds - 1 degrees of freedom, its "
               "standard error from the spread between seeds and from the examples' sampling (each example's "
               "difference averaged over the seeds), at 1 - 0.05/m for a claim of a family of m registered claims "

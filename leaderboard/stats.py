@@ -7,10 +7,10 @@ difference is judged against both (``crossed``), never against seed x example pa
 independent (Clark 1973, "The language-as-fixed-effect fallacy").
 
 - Over seeds: mean and sample standard deviation; with 3 to 9 seeds the 95 % t-interval of the
-  mean (Student t, n - 1 degrees of freedom), computed on the logit scale for a bounded metric
-  (an accuracy, a success rate) so that it stays inside its bounds; with 10 or more the 95 % BCa
-  bootstrap interval (scipy, fixed resampling seed), inside the bounds by construction. Fewer
-  than 3 seeds: no interval.
+  mean (Student t, n - 1 degrees of freedom), intersected with the metric's range for a bounded
+  metric (an accuracy, a success rate): the true mean lies in that range, so the intersection
+  covers it whenever the t-interval does; with 10 or more the 95 % BCa bootstrap interval (scipy,
+  fixed resampling seed), inside the range by construction. Fewer than 3 seeds: no interval.
 - Between two methods (``crossed``): the per-seed differences of the metric, paired by seed, with
   a standard error that adds the example-sampling variance of the seed-averaged per-example
   differences; Student t with n_seeds - 1 degrees of freedom.
@@ -30,23 +30,14 @@ from scipy import stats
 MIN_SEEDS_FOR_INTERVAL = 3
 MIN_SEEDS_FOR_BOOTSTRAP = 10
 ALPHA = 0.05
-LOGIT_CLIP = 1e-3  # a bounded value this close to a bound is moved in to it before the logit
-WIDE_SD = 0.10  # a bounded metric whose seeds spread more than this (sd, share of its range) shows each seed
-
-
-def _logit(p: np.ndarray) -> np.ndarray:
-    p = np.clip(p, LOGIT_CLIP, 1 - LOGIT_CLIP)
-    return np.log(p / (1 - p))
-
-
-def _expit(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-x))
+WIDE_SD = 0.10  # a percentage whose seeds spread more than this (sd, 10 points) shows each seed
 
 
 def interval(values: list[float], bounds: tuple[float, float] | None = None) -> tuple[float, float] | None:
     """The 95 % interval of the mean over seeds as described above, or None below 3 seeds.
-    With ``bounds`` (lo, hi) the t-interval is taken on the logit scale of (v - lo) / (hi - lo)
-    and mapped back, so it never leaves the metric's range."""
+    With ``bounds`` (lo, hi) the t-interval is intersected with them: a t-interval of 97, 99 and
+    100 % reaches past 100, and no accuracy does. (A logit-scale interval also stays inside, but
+    at a bound it needs an arbitrary clip and then no longer holds the mean it is printed with.)"""
     vals = np.asarray(values, dtype=float)
     n = len(vals)
     if n < MIN_SEEDS_FOR_INTERVAL:
@@ -57,22 +48,17 @@ def interval(values: list[float], bounds: tuple[float, float] | None = None) -> 
     if n >= MIN_SEEDS_FOR_BOOTSTRAP:
         res = stats.bootstrap((vals,), np.mean, confidence_level=0.95, n_resamples=9999, method="BCa", random_state=0)
         return float(res.confidence_interval.low), float(res.confidence_interval.high)
-    q = float(stats.t.ppf(0.975, n - 1))
-    if bounds is None:
-        half = q * sd / math.sqrt(n)
-        return mean - half, mean + half
-    lo, hi = bounds
-    z = _logit((vals - lo) / (hi - lo))
-    centre, half = float(z.mean()), q * float(z.std(ddof=1)) / math.sqrt(n)
-    return lo + (hi - lo) * _expit(centre - half), lo + (hi - lo) * _expit(centre + half)
+    half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+    lo, hi = bounds if bounds is not None else (-math.inf, math.inf)
+    return max(lo, mean - half), min(hi, mean + half)
 
 
 def fmt(values: list[float | None], scale: float = 100.0, digits: int = 1,
         bounds: tuple[float, float] | None = None) -> str:
     """'mean', 'mean ± sd' (2 seeds) or 'mean ± sd [lo, hi]' (3 or more); '–' when nothing. A
-    bounded metric whose seeds spread widely (sd over ``WIDE_SD`` of its range: an attack that
-    breaks some seeds' models and not others) also lists each seed's value, since its mean then
-    describes no seed."""
+    bounded metric whose seeds spread widely (sd over ``WIDE_SD``: an attack that breaks some
+    seeds' models and not others) also lists each seed's value, since its mean then describes
+    no seed."""
     vals = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
     if not vals:
         return "–"
@@ -82,7 +68,7 @@ def fmt(values: list[float | None], scale: float = 100.0, digits: int = 1,
     text = f"{np.mean(vals) * scale:.{digits}f} ± {sd * scale:.{digits}f}"
     ci = interval(vals, bounds)
     text += f" [{ci[0] * scale:.{digits}f}, {ci[1] * scale:.{digits}f}]" if ci else ""
-    if bounds is not None and sd > WIDE_SD * (bounds[1] - bounds[0]):
+    if bounds is not None and sd > WIDE_SD:
         text += " (seeds " + " / ".join(f"{v * scale:.{digits}f}" for v in vals) + ")"
     return text
 

@@ -123,7 +123,7 @@ class OOD(Suite):
         cols = [Column("id", "ID F1" if f1 else "ID acc", rows=("test",), primary=not details.get("pools"))]
         details_id = [Column("id_acc", "ID acc", table="ID", rows=("test",))] if f1 else []
         details_id += [Column(f"id/{g}", f"ID {g}", table="ID") for g in ("easy", "hard")]
-        details_id += [Column("id/gap", "ID easy - hard", higher_is_better=False, table="ID")] if "id/gap" in metrics else []
+        details_id += [Column("id/gap", "ID easy - hard", "points", False, "ID")] if "id/gap" in metrics else []
         ood, cells = [], []
         for i, (pool, names) in enumerate(details.get("pools", {}).items()):
             for name in names:

@@ -31,7 +31,7 @@ def test_the_studies_table_groups_verdicts_without_their_detail():
 
     assert _group("not tested: no records of imp (ce) 50%") == "not tested"
     assert _group("inconclusive (1 seed)") == _group("inconclusive (2 seeds)") == "inconclusive (< 3 seeds)"
-    assert _group("inconclusive (tests disagree)") == "inconclusive (tests disagree)"
+    assert _group("not testable at this scale") == "not testable at this scale"
     assert _group("reproduced") == "reproduced"
 
 

@@ -53,7 +53,9 @@ class Column:
     """How one metric is shown on the leaderboard, declared by whoever computed it (a suite, or
     the core's efficiency measurement), so that the leaderboard names no metric itself.
 
-    ``kind``: ``percent`` (a fraction shown x100), ``ratio`` or ``number`` (shown as is).
+    ``kind``: ``percent`` (a share of examples, a fraction shown x100, its intervals kept in
+    [0, 100]), ``points`` (a difference of two such shares, shown x100, kept in ±100), ``ratio``
+    or ``number`` (shown as is).
     ``table``: ``main`` (one row per candidate, every suite's main columns side by side) or the
     title of a details table below it. ``rows``: the prediction sets whose per-example
     ``correct`` outcomes a paired test against the reference compares (empty: no test).
@@ -74,7 +76,10 @@ class Column:
 
     @classmethod
     def from_dict(cls, d: dict) -> Column:
-        return cls(**{**d, "rows": tuple(d.get("rows", ()))})
+        d = {**d, "rows": tuple(d.get("rows", ()))}
+        if d["key"] == "id/gap" and d.get("kind") == "percent":  # declared so before ``points`` existed
+            d["kind"] = "points"
+        return cls(**d)
 
 
 @dataclass

@@ -49,19 +49,21 @@ def test_a_candidate_that_did_not_learn_is_degenerate():
     assert "majority class" in degenerate(skewed, [0] * 100)
 
 
-def test_one_class_on_a_balanced_set_is_read_in_the_sets_own_labels():
-    """HANS collapses MNLI's three labels into two: a model answering neutral or contradiction
-    everywhere answers 'non-entailment' on all of HANS, though its predicted labels differ."""
-    from bench.metrics import answers, one_class, one_class_sets
+def test_one_class_on_a_balanced_set_is_flagged_in_the_sets_own_labels_and_attacks_are_left_out():
+    """A model answering non-entailment on all of HANS (MNLI's neutral and contradiction collapsed
+    into it) is flagged there; a FEVER-Symmetric model answering "not enough info" (a third label
+    on a two-label set) everywhere is too. Attack rows, whose outcome is the attack's, are not
+    read: here every one answers class 0, which would flag the set."""
+    from bench.metrics import one_class, one_class_sets
 
     y = np.array([0, 1] * 50)
     assert "answers class 0 on 96.0%" in one_class(y, np.array([0] * 96 + [1] * 4))
     assert one_class(y, y) is None
     assert one_class(np.array([0] * 97 + [1] * 3), np.zeros(100, int)) is None  # gold itself that skewed
-    hans = [{"set": "hans", "uid": i, "gold": i % 2, "pred": 1 + i % 2, "correct": i % 2 == 1} for i in range(100)]
-    gold, answer = answers(hans)
-    assert (answer == 1).all() and list(gold) == [0, 1] * 50
-    attack = [{"set": "textfooler", "uid": i, "gold": i % 2, "pred": 0, "correct": False, "result": "successful"}
+    hans = [{"set": "hans", "uid": i, "gold": i % 2, "pred": 1, "correct": i % 2 == 1} for i in range(100)]
+    fever = [{"set": "symm_v1", "uid": i, "gold": i % 2, "pred": 2, "correct": False} for i in range(100)]
+    attack = [{"set": "textfooler", "uid": i, "gold": i % 2, "pred": 0, "correct": i % 2 == 0, "result": "failed"}
               for i in range(100)]
-    test = [{"set": "test", "uid": i, "gold": i % 3, "pred": 2, "correct": i % 3 == 2} for i in range(99)]
-    assert set(one_class_sets(hans + attack + test)) == {"hans", "test"}  # an attack's answer is its outcome
+    test = [{"set": "test", "uid": i, "gold": i % 3, "pred": i % 3, "correct": True} for i in range(99)]
+    flagged = one_class_sets(hans + fever + attack + test)
+    assert set(flagged) == {"hans", "symm_v1"} and "class 2" in flagged["symm_v1"]

@@ -346,14 +346,24 @@ def test_the_crossed_interval_counts_both_seeds_and_examples():
 
 
 def test_a_percentage_interval_stays_inside_its_bounds_and_a_wide_spread_shows_each_seed():
+    """The t-interval of 97, 99 and 100 % reaches past 100; intersected with [0, 100] it does not,
+    and it still holds the mean printed beside it, however close to a bound the seeds lie. A
+    difference of two percentages (``points``) is bounded by ±100, not by 0."""
+    from bench.core.records import Column
+    from leaderboard.build import BOUNDS
     from leaderboard.stats import WIDE_SD
 
     vals = [0.97, 0.99, 1.0]
-    assert interval(vals)[1] > 1.0  # the plain t-interval leaves [0, 1] ...
-    lo, hi = interval(vals, (0.0, 1.0))  # ... its logit-scale twin does not
-    assert 0.0 <= lo < min(vals) and 0.999 < hi <= 1.0
-    lo, hi = interval([0.0, 0.0, 0.9], (0.0, 1.0))
-    assert 0.0 <= lo and hi <= 1.0
+    assert interval(vals)[1] > 1.0
+    lo, hi = interval(vals, (0.0, 1.0))
+    assert 0.0 <= lo < min(vals) and hi == 1.0 and interval(vals)[0] == lo
+    assert interval([0.0, 0.0, 0.9], (0.0, 1.0))[0] == 0.0
+    near = [1.0, 0.9995, 1.0]
+    lo, hi = interval(near, (0.0, 1.0))
+    assert lo <= sum(near) / 3 <= hi <= 1.0
+    assert interval([-0.05, 0.02, 0.04], BOUNDS["points"])[0] < 0  # a gap may be negative
+    legacy = Column.from_dict({"key": "id/gap", "label": "ID easy - hard", "kind": "percent", "table": "ID"})
+    assert legacy.kind == "points"  # declared a percentage by records made before ``points``
     assert fmt([0.31, 0.23, 0.31, 0.56, 0.28], bounds=(0.0, 1.0)).endswith("(seeds 31.0 / 23.0 / 31.0 / 56.0 / 28.0)")
     assert "seeds" not in fmt([0.50, 0.52, 0.51], bounds=(0.0, 1.0)) and WIDE_SD == 0.10
 
@@ -368,7 +378,8 @@ def test_a_cell_answering_one_class_is_flagged_and_never_ranked(tmp_path):
         for seed in (0, 1, 2):
             r = _rec(label, seed, None, 0.8, 0.7 if label == "finetune (ce)" else 0.5, 1.0)
             # gold alternates 0/1; "stuck" is right exactly on gold 0: it answers 0 everywhere
-            rows = [{"set": "hans_synth", "uid": f"u{i}", "gold": i % 2, "pred": 0, "correct": right(i)} for i in range(100)]
+            rows = [{"set": "hans_synth", "uid": f"u{i}", "gold": i % 2, "pred": i % 2 if right(i) else 1 - i % 2,
+                     "correct": right(i)} for i in range(100)]
             r.predictions, r.predictions_sha256 = write_predictions(tmp_path, r.run_id, rows)
             r.where = tmp_path / "records"
             recs.append(r)

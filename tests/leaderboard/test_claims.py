@@ -3,13 +3,15 @@ each row), families fix the correction, and each committed findings page holds t
 records give today."""
 
 import dataclasses
+import re
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from bench.core.records import load_checked_records, write_predictions
 from bench.errors import BenchError
-from leaderboard.build import ranks, sections
+from leaderboard.build import BOUNDS, sections
 from leaderboard.claims import (
     START,
     Claim,
@@ -21,12 +23,10 @@ from leaderboard.claims import (
     splice,
     study_table,
 )
-from leaderboard.stats import interval
 from tests.leaderboard.test_build import _rec
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDIES = sorted(p.parent for p in (ROOT / "results").glob("*/claims.toml"))
-WITH_RECORDS = sorted(p.parent for p in (ROOT / "results").glob("*/records"))
 
 
 def _claim(direction="higher", label="new (ce)", **kw) -> Claim:
@@ -45,7 +45,8 @@ def _study(tmp_path, new_right, old_right=600, n=1000, stuck=()):
         for label, k in (("finetune (ce)", old_right), ("new (ce)", right)):
             ok = [i % 2 == 0 for i in range(n)] if label in stuck else [i < k for i in range(n)]
             r = _rec(label, seed, None, 0.9, sum(ok) / n, 1.0)
-            rows = [{"set": "hans_synth", "uid": f"u{i}", "gold": i % 2, "pred": 0, "correct": ok[i]} for i in range(n)]
+            rows = [{"set": "hans_synth", "uid": f"u{i}", "gold": i % 2, "pred": i % 2 if ok[i] else 1 - i % 2,
+                     "correct": ok[i]} for i in range(n)]
             r.predictions, r.predictions_sha256 = write_predictions(out, r.run_id, rows)
             r.where = out / "records"
             recs.append(r)
@@ -55,6 +56,7 @@ def _study(tmp_path, new_right, old_right=600, n=1000, stuck=()):
 @pytest.mark.parametrize(("new_right", "claim", "verdict", "paper_way"), [
     ([700, 720, 680, 710, 690], {}, "reproduced", 5),
     ([700, 720, 680, 710, 690], {"direction": "lower"}, "opposite", 0),
+    ([500, 520, 480, 510, 490], {"direction": "lower", "chance": 0.3}, "reproduced", 5),
     ([610, 610, 610, 610, 610], {"smallest_effect": 0.02}, "too small to matter", 5),  # real, but 1 point < 2
     ([800, 500, 820, 490, 810], {}, "varies by seed", 3),
     ([602, 601, 603, 601, 602], {}, "not reached", 5),  # every seed up, by one to three examples
@@ -199,20 +201,44 @@ def test_each_committed_claims_table_is_what_its_records_give(study):
     assert splice(page, study_table(study)) == page, f"{study.name}: python -m leaderboard.claims {study.relative_to(ROOT)}"
 
 
-@pytest.mark.parametrize("study", WITH_RECORDS, ids=[s.name for s in WITH_RECORDS])
-def test_committed_percentages_stay_in_bounds_and_no_ranked_cell_answers_one_class(study):
-    """Every committed table: a percentage's interval lies in [0, 100], and no row ranked on a
-    column answers one class on that column's set (nor did not learn its task)."""
-    assert len(WITH_RECORDS) >= 6
-    for sec in sections(load_checked_records(study / "records")):
-        for cand in sec.candidates:
-            for col in (c for c in sec.columns if c.kind == "percent"):
-                vals = [v for v in cand.values(col.key) if v is not None]
-                low, high = sec.bounds(col)
-                if (ci := interval(vals, (low, high))) is not None:
-                    assert low <= ci[0] <= ci[1] <= high, (study.name, cand.name, col.key, ci)
-        if sec.primary is not None:
-            ranked = {k for k, v in ranks(sec).items() if v[0].isdigit()}
-            for cand in sec.candidates:
-                if id(cand) in ranked:
-                    assert not cand.degenerate and not cand.one_class(sec.primary), (study.name, cand.name)
+PUBLISHED = sorted((ROOT / "results").rglob("LEADERBOARD.md"))
+INTERVAL = re.compile(r"± [\d.]+ \[(-?[\d.]+), (-?[\d.]+)\]")
+
+
+def _tables(markdown: str):
+    """Each table of a leaderboard page: its header cells, rows of cells, and the column it is
+    ranked by (the section legend's "Ranked by ...", for the main table)."""
+    for part in markdown.split("\n## ")[1:]:
+        ranked = re.search(r"^Ranked by (.+?) \(mean over seeds\)", part, re.M)
+        for block in part.split("\n\n"):
+            lines = [ln for ln in block.splitlines() if ln.startswith("| ")]
+            if len(lines) > 1:
+                head = [c.strip() for c in lines[0].strip("|").split("|")]
+                rows = [[c.strip() for c in ln.strip("|").split("|")] for ln in lines[1:]]
+                main = head[0] == "rank" and ranked is not None
+                yield head, [r for r in rows if len(r) == len(head)], ranked.group(1) if main else None
+
+
+@pytest.mark.parametrize("markdown", PUBLISHED, ids=lambda p: p.parent.name)
+def test_committed_percentages_stay_in_bounds_and_no_ranked_cell_answers_one_class(markdown):
+    """Read off each committed leaderboard as a reader sees it: every interval of a percentage
+    that is a share of examples (accuracies, cells, attack rates) lies in [0, 100], in every
+    table of the page, and no ranked row is flagged degenerate or one class in the column it is
+    ranked by (the legend's "Ranked by" column)."""
+    assert len(PUBLISHED) >= 6
+    text = markdown.read_text()
+    by_label = {}  # column label -> bounds, from the records the page is built from
+    folders = [markdown.parent] if (markdown.parent / "records").is_dir() else [
+        (markdown.parent / s).resolve() for s in tomllib.loads((markdown.parent / "studies.toml").read_text())["studies"]]
+    for folder in folders:
+        for sec in sections(load_checked_records(folder / "records")):
+            by_label |= {c.label: BOUNDS.get(c.kind) for c in sec.columns}
+    assert by_label
+    for head, rows, primary in _tables(text):
+        for row in rows:
+            for label, value in zip(head, row, strict=True):
+                if by_label.get(label) == (0.0, 1.0) and (m := INTERVAL.search(value)):
+                    lo, hi = float(m.group(1)), float(m.group(2))
+                    assert 0.0 <= lo <= hi <= 100.0, (markdown.parent.name, row[1], label, value)
+            if primary in head and row[0][:1].isdigit():
+                assert "DEGENERATE" not in row[1] and "one class" not in row[head.index(primary)], (row[1], primary)
