@@ -340,8 +340,10 @@ def _difference(r: Result) -> str:
 
 def _verdict_cell(r: Result) -> str:
     v = r.verdict
-    if v.startswith(("not tested", "inconclusive")):
+    if v.startswith("not tested") or not r.seeds:
         return f"**{v}**"
+    if v.startswith("inconclusive"):
+        return f"**{v}**; {r.paper_way}/{len(r.seeds)} seeds the paper's way"
     k = len(r.seeds)
     parts = [f"**{v}**", f"{r.paper_way}/{k} seeds the paper's way"]
     if k < SEEDS_FOR_A_FINDING:
