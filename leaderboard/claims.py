@@ -379,7 +379,8 @@ def render(results: list[Result]) -> str:
               "(Bonferroni; exploratory claims: 95 %, uncorrected), clipped to ±100. Verdict: the first row of the "
               "rule in docs/claims.md that applies, read from that interval, the claim's smallest effect of "
               "interest and chance level (claims.toml); a side at chance, answering one class on the claim's set "
-              "or that did not learn its task makes a claim not testable at this scale (`leaderboard/claims.py`).")
+              "or that did not learn its task makes a claim not testable at this scale; fewer than 3 seeds have no "
+              "interval (`leaderboard/claims.py`).")
     registered = [f"- {f.name}: {', '.join(f.claims)}; registered {f.registered}" for f in families]
     return "\n".join([*head, *lines, "", legend, "", "Families (fixed when registered; their size sets the "
                       "correction):", "", *(registered or ["- none: every claim is exploratory"]), "",
