@@ -5,6 +5,11 @@ processes building the same artifact (two sweep workers, two users on one cache)
 their files: the first rename wins and the other copy is dropped. A one-time artifact that takes
 minutes to build (the masked-LM head, a distilled student) is also built under ``exclusive``,
 so that the second process waits for the first one's copy instead of building its own.
+
+What appears gets the user's umask (0644 files and 0755 folders by default), not the 0600 / 0700
+of a temporary name: records on a shared output folder are for others to read. A temporary name
+carries its host and process id, so a run that touches a folder removes what a killed run of
+this host left there (a half-saved model of 90 MB) and never what a live one is still writing.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import socket
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -23,15 +29,67 @@ except ImportError:  # not POSIX: no lock; atomic_dir still keeps one whole copy
     fcntl = None
 
 
+def _read_umask() -> int:
+    """The process's umask, read without changing it where the system tells (Linux), else set
+    and restored at once, before any thread of the harness writes."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+UMASK = _read_umask()
+HOST = socket.gethostname().replace(".", "_")
+
+
+def _tag(name: str) -> str:
+    """The prefix of a temporary name beside ``name``: it says which process of which host made it."""
+    return f".{name}.{HOST}-{os.getpid()}-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
+
+
+def clean_stale(folder: Path) -> list[Path]:
+    """Remove the temporary files and folders a killed process of this host left in ``folder``
+    (their process is gone); those of live processes, and of other hosts sharing the folder,
+    stay. Returns what was removed."""
+    removed = []
+    with contextlib.suppress(OSError):
+        for entry in folder.iterdir():
+            if not (entry.name.startswith(".") and f".{HOST}-" in entry.name):
+                continue
+            try:
+                pid = int(entry.name.split(f".{HOST}-", 1)[1].split("-", 1)[0])
+            except (IndexError, ValueError):
+                continue
+            if pid != os.getpid() and not _alive(pid):
+                shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(missing_ok=True)
+                removed.append(entry)
+    return removed
+
+
 def write_atomic(path: Path, data: str | bytes) -> None:
     """Write to a temporary file beside ``path`` and rename it over: never a half file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    clean_stale(path.parent)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_tag(path.name), suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode("utf-8") if isinstance(data, str) else data)
             f.flush()
             os.fsync(f.fileno())
+            os.fchmod(f.fileno(), 0o666 & ~UMASK)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -42,10 +100,12 @@ def save_atomic(path: Path, save: Callable[[Path], None]) -> None:
     """``save(tmp)`` writes a file (a figure, say) to a unique temporary name beside ``path``,
     renamed over it: two processes writing the same file never meet half-way."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
+    clean_stale(path.parent)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_tag(path.stem), suffix=path.suffix)  # savers read the suffix
     os.close(fd)
     try:
         save(Path(tmp))
+        os.chmod(tmp, 0o666 & ~UMASK)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -58,18 +118,29 @@ def atomic_dir(final: Path) -> Iterator[Path]:
     the block ends without error. If another process published ``final`` first, its copy is
     kept and this one removed (the same inputs built the same thing); on error nothing is left."""
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.", suffix=".tmp"))
+    clean_stale(final.parent)
+    tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=_tag(final.name), suffix=".tmp"))
     try:
         yield tmp
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    _open_up(tmp)
     try:
         os.rename(tmp, final)
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)
         if not final.is_dir():
             raise
+
+
+def _open_up(folder: Path) -> None:
+    """The umask's modes for a folder built under a temporary name and everything in it."""
+    for root, _dirs, files in os.walk(folder):
+        os.chmod(root, 0o777 & ~UMASK)
+        for f in files:
+            p = os.path.join(root, f)
+            os.chmod(p, (0o777 if os.access(p, os.X_OK) else 0o666) & ~UMASK)
 
 
 @contextlib.contextmanager

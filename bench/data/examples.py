@@ -12,7 +12,7 @@ import hashlib
 import json
 import random
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,6 +22,8 @@ from bench.errors import BenchError, MissingData
 
 csv.field_size_limit(sys.maxsize)
 
+
+MIN_PER_CLASS = 2  # a capped split keeps at least this many examples of each label it has
 
 @dataclass(frozen=True)
 class Example:
@@ -115,13 +117,15 @@ class TaskData:
             return self
         if n < 1:
             raise BenchError(f"--max-examples must be at least 1, got {n}")
-        return replace(
-            self,
-            train=stratified_sample(self.train, n, seed),
-            dev=stratified_sample(self.dev, n, seed),
-            test=stratified_sample(self.test, n, seed),
-            ood={k: replace(v, loader=functools.partial(_limited, v, n, seed)) for k, v in self.ood.items()},
-        )
+        splits = {name: stratified_sample(getattr(self, name), n, seed) for name in ("train", "dev", "test")}
+        for name, kept in splits.items():
+            have = Counter(e.label for e in getattr(self, name))
+            got = Counter(e.label for e in kept)
+            if short := sorted(lab for lab, k in have.items() if k >= MIN_PER_CLASS and got[lab] < MIN_PER_CLASS):
+                raise BenchError(f"--max-examples {n} leaves {got[short[0]]} {name} example(s) of label {short[0]}; "
+                                 f"every label needs at least {MIN_PER_CLASS}: raise --max-examples")
+        return replace(self, **splits,
+                       ood={k: replace(v, loader=functools.partial(_limited, v, n, seed)) for k, v in self.ood.items()})
 
 
 def _limited(s: EvalSet, n: int, seed: int) -> tuple[list[Example], DataSource]:

@@ -119,6 +119,8 @@ def resolve(method: str, suite: str, *, task: str = "nli_synth", backbone: str =
         raise BenchError(f"compile must be true or false, got {compile!r}")
     if compile and device != "cuda":
         raise BenchError("--compile needs --device cuda (on CPU, torch.compile needs a C compiler and gains little)")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise BenchError(f"--seed must be a whole number >= 0, got {seed!r}")
     if max_examples is not None and max_examples < 1:
         raise BenchError(f"--max-examples must be at least 1, got {max_examples}")
     if sparsity is not None and not m.sparse:

@@ -102,6 +102,12 @@ def load_spec(path: Path) -> SweepSpec:
     except tomllib.TOMLDecodeError as e:
         raise _fail(path, f"not valid TOML ({e})") from None
     _keys(path, "the spec", raw, SPEC_KEYS)
+    for key, kind, what in (("description", str, "a string"), ("defaults", dict, "a table ([defaults])"),
+                            ("estimate", dict, "a table ([estimate])"), ("group", list, "a list of [[group]] tables"),
+                            ("reference", list, "a list of [[reference]] tables")):
+        if key in raw and not isinstance(raw[key], kind) or kind is list and not all(
+                isinstance(t, dict) for t in raw.get(key, [])):
+            raise _fail(path, f"{key} must be {what}, got {raw[key]!r}")
     defaults, per_task = _defaults(path, raw.get("defaults", {}))
     groups = []
     for i, g in enumerate(raw.get("group", []), 1):
@@ -110,10 +116,13 @@ def load_spec(path: Path) -> SweepSpec:
             layers = (defaults, per_task.get(task, {}), g)  # a later layer wins, parameters add up
             merged = {k: v for layer in layers for k, v in layer.items()} | {"task": task}
             for k in ("params", "suite_params"):
+                if bad := next((layer[k] for layer in layers if not isinstance(layer.get(k, {}), dict)), None):
+                    raise _fail(path, f"group {i}: {k} must be a table such as {{ epochs = 1 }}, got {bad!r}")
                 merged[k] = {p: v for layer in layers for p, v in layer.get(k, {}).items()}
             for k in ("method", "suite"):
                 if k not in merged:
                     raise _fail(path, f"group {i} names no {k}")
+            _check_types(path, f"group {i}", merged)
             groups.append(merged)
     if not groups:
         raise _fail(path, "no [[group]] of runs")
@@ -127,6 +136,46 @@ def load_spec(path: Path) -> SweepSpec:
         refs.append(Reference(**r))
     return SweepSpec(path=path, description=str(raw.get("description", "")), groups=groups,
                      throughput=_throughput(path, est), references=refs)
+
+
+def _is(value: Any, kind: str) -> bool:
+    """Whether a TOML value is of one of the spec's kinds; a bool is no number, a float no seed."""
+    if kind == "text":
+        return isinstance(value, str) and value != ""
+    if kind == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == "count":
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    if kind == "flag":
+        return isinstance(value, bool)
+    return isinstance(value, str | int | float | bool)  # "scalar": a parameter's value
+
+
+KINDS = {"method": ("text", True), "suite": ("text", True), "task": ("text", True), "backbone": ("text", True),
+         "sparsity": ("number", True), "seed": ("count", True), "data_dir": ("text", False),
+         "max_examples": ("count", False), "device": ("text", False), "precision": ("text", False),
+         "compile": ("flag", False)}
+SAYS = {"text": "a string", "number": "a number", "count": "a whole number >= 0", "flag": "true or false",
+        "scalar": "a string, number or true/false"}
+
+
+def _check_types(path: Path, where: str, run: dict) -> None:
+    """Every run key of a group is of its kind (a list of them where the key is a grid axis),
+    before anything runs: `seed = "zero"` or `params = "epochs=1"` is one line, and `seed = 1.5`
+    is refused, not rounded."""
+    for key, value in run.items():
+        if key in ("params", "suite_params"):
+            if not isinstance(value, dict):
+                raise _fail(path, f"{where}: {key} must be a table such as {{ epochs = 1 }}, got {value!r}")
+            for name, v in value.items():
+                if not all(_is(x, "scalar") for x in (v if isinstance(v, list) else [v])) or v == []:
+                    raise _fail(path, f"{where}: {key}.{name} must be {SAYS['scalar']} or a list of them, got {v!r}")
+            continue
+        kind, listable = KINDS[key]
+        values = value if listable and isinstance(value, list) else [value]
+        if not values or not all(_is(v, kind) for v in values):
+            raise _fail(path, f"{where}: {key} must be {SAYS[kind]}{' or a list of them' if listable else ''}, "
+                              f"got {value!r}")
 
 
 def _defaults(path: Path, table: dict) -> tuple[dict, dict[str, dict]]:
@@ -184,7 +233,7 @@ def runs(spec: SweepSpec, only: dict[str, list] | None = None, check_backbones: 
                         sp = g.get("sparsity")
                         found = grid(
                             method, suite, None if sp is None else [float(s) for s in _as_list(sp)],
-                            [int(s) for s in _as_list(g.get("seed", 0))], task=task, backbone=backbone,
+                            _as_list(g.get("seed", 0)), task=task, backbone=backbone,
                             params=dict(g.get("params", {})), suite_params=dict(g.get("suite_params", {})),
                             data_dir=g.get("data_dir") or None, max_examples=g.get("max_examples"),
                             device=g.get("device", "cpu"), precision=g.get("precision", "fp32"),

@@ -117,3 +117,48 @@ def test_the_writability_probe_is_safe_when_runs_share_a_folder(tmp_path):
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda _: _writable(tmp_path), range(4000)))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_files_and_folders_get_the_users_umask_not_a_temporary_names_modes(tmp_path, monkeypatch):
+    """mkstemp and mkdtemp create 0600 and 0700: renamed as they are, a record on a shared output
+    folder would be unreadable to everyone else (issue 68, item 6)."""
+    import stat
+
+    from bench.core import atomic
+
+    for mask, file_mode, dir_mode in ((0o022, 0o644, 0o755), (0o077, 0o600, 0o700), (0o002, 0o664, 0o775)):
+        monkeypatch.setattr(atomic, "UMASK", mask)
+        out = tmp_path / f"m{mask:o}"
+        atomic.write_atomic(out / "record.json", "{}")
+        with atomic.atomic_dir(out / "artifact") as d:
+            (d / "model.safetensors").write_bytes(b"x")
+        atomic.save_atomic(out / "plot.png", lambda p: p.write_bytes(b"png"))
+        assert stat.S_IMODE((out / "record.json").stat().st_mode) == file_mode
+        assert stat.S_IMODE((out / "plot.png").stat().st_mode) == file_mode
+        assert stat.S_IMODE((out / "artifact").stat().st_mode) == dir_mode
+        assert stat.S_IMODE((out / "artifact" / "model.safetensors").stat().st_mode) == file_mode
+
+
+def test_what_a_killed_run_left_is_removed_by_the_next_write_and_a_live_ones_stays(tmp_path):
+    import subprocess
+    import sys
+
+    from bench.core.atomic import HOST, atomic_dir, write_atomic
+
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = int(done.stdout)  # a process that has exited
+    stale = tmp_path / f".artifact.{HOST}-{dead}-k2j3.tmp"
+    (stale / "sub").mkdir(parents=True)
+    (stale / "sub" / "model.safetensors").write_bytes(b"\0" * 1000)
+    half = tmp_path / f".record.json.{HOST}-{dead}-x9.tmp"
+    half.write_text("{")
+    live = tmp_path / f".other.{HOST}-{os.getppid()}-q1.tmp"  # the test runner's parent: alive
+    live.mkdir()
+    foreign = tmp_path / f".other.elsewhere-{dead}-q2.tmp"  # another host's: not ours to judge
+    foreign.mkdir()
+    write_atomic(tmp_path / "new.json", "{}")
+    assert not stale.exists() and not half.exists() and live.exists() and foreign.exists()
+    stale.mkdir()
+    with atomic_dir(tmp_path / "artifact") as d:
+        (d / "f").write_text("x")
+    assert not stale.exists() and (tmp_path / "artifact" / "f").is_file()

@@ -64,7 +64,7 @@ def test_unreadable_checkpoint(capsys, tmp_path, tiny_bert):
     shutil.copytree(tiny_bert, bad)
     (bad / "model.safetensors").write_bytes(b"\x00garbage")
     err = _err(capsys, ["run", "--method", "finetune", "--suite", "ood", "--backbone", str(bad),
-                        "--max-examples", "8", "--out", str(tmp_path / "o"), "--quiet"])
+                        "--max-examples", "24", "--out", str(tmp_path / "o"), "--quiet"])
     assert f"checkpoint {bad}" in err and "unreadable" in err
 
 
@@ -116,7 +116,7 @@ def test_degenerate_training_parameters(capsys, tmp_path, param, message):
 def test_too_few_examples_for_the_bias_model(capsys, tmp_path, tiny_bert):
     err = _err(capsys, ["run", "--method", "finetune", "--suite", "ood", "--param", "loss=poe", "--backbone", str(tiny_bert),
                         "--max-examples", "3", "--out", str(tmp_path), "--quiet"])
-    assert "bias model needs at least 2 training examples" in err
+    assert "every label needs at least 2: raise --max-examples" in err  # the cap is refused before the bias model
 
 
 @pytest.mark.parametrize(

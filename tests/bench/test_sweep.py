@@ -200,6 +200,19 @@ def test_an_undeclared_requirement_is_refused(tmp_path, cyclic_plugin, run_spec)
      "[defaults.sst3]: unknown task; did you mean 'sst2'?"),
     ('[defaults.sst2]\ntask = "mnli"\n[[group]]\nmethod = "imp"\nsuite = "ood"\n',
      "unknown key 'task' in [defaults.sst2]"),
+    # every field type-checked, nothing coerced (issue 68, item 5)
+    ('[[group]]\nmethod = "imp"\nsuite = "ood"\nseed = "zero"\n', "group 1: seed must be a whole number >= 0"),
+    ('[[group]]\nmethod = "imp"\nsuite = "ood"\nseed = 1.5\n', "group 1: seed must be a whole number >= 0"),
+    ('[[group]]\nmethod = "imp"\nsuite = "ood"\nseed = [0, -1]\n', "group 1: seed must be a whole number >= 0"),
+    ('[[group]]\nmethod = "imp"\nsuite = "ood"\nsparsity = "half"\n', "group 1: sparsity must be a number"),
+    ('[defaults]\nmax_examples = "64"\n[[group]]\nmethod = "imp"\nsuite = "ood"\n',
+     "group 1: max_examples must be a whole number >= 0, got '64'"),
+    ('[[group]]\nmethod = "imp"\nsuite = "ood"\nparams = "epochs=1"\n', "group 1: params must be a table"),
+    ('[[group]]\nmethod = "imp"\nsuite = "ood"\nparams = { epochs = { a = 1 } }\n', "group 1: params.epochs must be"),
+    ('[[group]]\nmethod = ["imp", 3]\nsuite = "ood"\n', "group 1: method must be a string or a list of them"),
+    ('[[group]]\nmethod = "imp"\nsuite = "ood"\ncompile = "yes"\n', "group 1: compile must be true or false"),
+    ('group = "finetune"\n', "group must be a list of [[group]] tables"),
+    ('description = 3\n[[group]]\nmethod = "imp"\nsuite = "ood"\n', "description must be a string"),
 ])
 def test_bad_specs_get_one_line_before_anything_runs(tmp_path, capsys, body, message):
     spec = tmp_path / "bad.toml"
@@ -361,3 +374,14 @@ def test_a_task_s_own_defaults_apply_to_its_runs_only_and_a_group_s_keys_still_w
     got = {(r.task, r.max_examples, tuple(sorted(r.config()["params"].items()))) for r in runs(load_spec(spec), check_backbones=False)}
     assert got == {("sent_synth", 4000, (("lr", 1e-5),)), ("sst2", 1000, (("epochs", 1), ("lr", 1e-5))),
                    ("sent_synth", 50, (("epochs", 3), ("lr", 1e-5))), ("sst2", 50, (("epochs", 3), ("lr", 1e-5)))}
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--seed", "-1"], "--seed must be a whole number >= 0, got -1"),
+    (["--max-examples", "1"], "every label needs at least 2: raise --max-examples"),
+])
+def test_a_negative_seed_or_a_cap_below_two_examples_a_label_is_one_line(tmp_path, capsys, argv, message):
+    code = main(["run", "--method", "finetune", "--suite", "ood", *argv, "--param", "epochs=1",
+                 "--out", str(tmp_path / "out"), "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and message in err and len(err.splitlines()) == 1, err
