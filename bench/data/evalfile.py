@@ -1,12 +1,15 @@
 """A user's own evaluation set from one file: ``--suite-param eval_file=PATH`` of the OOD suite.
 
 JSON lines (``.jsonl``), TSV (``.tsv``) or CSV (``.csv``), one example a line or row, with the
-task's text fields, a ``label`` (a label name of the task, any case, or its index) and optional
-``id`` and ``group`` columns (per-group accuracy, as HANS's heuristics). Text fields: ``text``
+task's text fields, a ``label`` (a label name of the task, any case, or its index; SNLI's
+``gold_label`` is read as well, and its rows without a gold label, "-", are left out and counted
+in the set's description) and optional ``id`` and ``group`` columns (per-group accuracy, as HANS's heuristics). Text fields: ``text``
 or ``sentence`` for single-text tasks; for pair tasks ``premise``/``hypothesis``,
 ``sentence1``/``sentence2``, ``question1``/``question2`` or ``claim``/``evidence`` (or
 ``text_a``/``text_b``). The set is judged as the task's own OOD sets are, in the task's label
-space, and is its own F_bias pool; its checksum is part of every run id that uses it.
+space, and is its own F_bias pool; its checksum is part of every run id that uses it. A byte-order
+mark at the start of the file (as spreadsheet programs write) is read past; ``--max-examples``
+caps the set as it caps every split (stratified by label and group, seeded).
 """
 
 from __future__ import annotations
@@ -16,7 +19,14 @@ import json
 import re
 from pathlib import Path
 
-from bench.data.examples import DataSource, EvalSet, Example, TaskData, sha256_file
+from bench.data.examples import (
+    DataSource,
+    EvalSet,
+    Example,
+    TaskData,
+    sha256_file,
+    stratified_sample,
+)
 from bench.errors import BenchError
 
 SINGLE = (("text",), ("sentence",), ("text_a",))
@@ -34,7 +44,7 @@ def _rows(path: Path) -> list[dict]:
     if path.suffix not in FORMATS:
         raise BenchError(f"eval_file {path}: unknown format '{path.suffix}'; use {', '.join(FORMATS)}")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except OSError as e:
         raise BenchError(f"eval_file {path}: not readable ({e.strerror})") from e
     except UnicodeDecodeError as e:
@@ -84,19 +94,29 @@ def load(path: str, task: TaskData) -> tuple[list[Example], DataSource]:
     if not rows:
         raise BenchError(f"eval_file {path}: no examples in it")
     fields = _fields(p, rows[0], task.pair)
-    examples = []
+    key = "label" if "label" in rows[0] or "gold_label" not in rows[0] else "gold_label"
+    examples, no_gold = [], 0
     for i, row in enumerate(rows, 1):
-        if "label" not in row or row["label"] in (None, ""):
-            raise BenchError(f"eval_file {path}: example {i} has no 'label'")
+        if key == "gold_label" and str(row.get(key, "")).strip() == "-":  # SNLI: the annotators did not agree
+            no_gold += 1
+            continue
+        if key not in row or row[key] in (None, ""):
+            raise BenchError(f"eval_file {path}: example {i} has no '{key}'")
         missing = [f for f in fields if row.get(f) in (None, "")]
         if missing:
             raise BenchError(f"eval_file {path}: example {i} has no '{missing[0]}'")
         examples.append(Example(uid=str(row.get("id") or f"{set_name(path)}-{i}"), text_a=str(row[fields[0]]),
                                 text_b=str(row[fields[1]]) if task.pair else None,
-                                label=_label(p, i, row["label"], task.labels), group=str(row.get("group") or "")))
+                                label=_label(p, i, row[key], task.labels), group=str(row.get("group") or "")))
+    if not examples:
+        raise BenchError(f"eval_file {path}: no example has a gold label")
     if len({e.uid for e in examples}) != len(examples):
         raise BenchError(f"eval_file {path}: its 'id' values are not unique")
-    return examples, DataSource("local", f"eval_file {p.name}", {p.name: sha256_file(p)})
+    detail = f"eval_file {p.name}" + (f" ({no_gold} rows without a gold label left out)" if no_gold else "")
+    if task.cap is not None and len(examples) > task.cap:
+        examples = stratified_sample(examples, task.cap, 0)
+        detail += f", capped at {task.cap} examples"
+    return examples, DataSource("local", detail, {p.name: sha256_file(p)})
 
 
 def eval_set(path: str, task: TaskData) -> EvalSet:

@@ -92,6 +92,7 @@ class TaskData:
     # OOD *training* data for the "sparse and unbiased" upper bound (HANS train, PAWS train,
     # FEVER-Symm v2 dev), with labels already in this task's label space; never OOD test data.
     ood_train: Loader | None = field(default=None, repr=False)
+    cap: int | None = None  # --max-examples, which a user's own evaluation file is capped at too
 
     def id_checksums(self) -> dict[str, str]:
         """Checksums of the ID splits: what a trained candidate depends on."""
@@ -124,7 +125,7 @@ class TaskData:
             if short := sorted(lab for lab, k in have.items() if k >= MIN_PER_CLASS and got[lab] < MIN_PER_CLASS):
                 raise BenchError(f"--max-examples {n} leaves {got[short[0]]} {name} example(s) of label {short[0]}; "
                                  f"every label needs at least {MIN_PER_CLASS}: raise --max-examples")
-        return replace(self, **splits,
+        return replace(self, **splits, cap=n,
                        ood={k: replace(v, loader=functools.partial(_limited, v, n, seed)) for k, v in self.ood.items()})
 
 

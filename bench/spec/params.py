@@ -21,6 +21,9 @@ def split_assignments(items: list[str]) -> dict[str, str]:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise BenchError(f"--param expects key=value, got '{item}'")
+        if key.strip() in out:
+            raise BenchError(f"parameter '{key.strip()}' given twice ({out[key.strip()]!r} and {value.strip()!r}); "
+                             "give it once (a list of values is key=a,b)")
         out[key.strip()] = value.strip()
     return out
 

@@ -160,3 +160,37 @@ def test_a_bad_evaluation_file_is_one_line_before_anything_trains(tmp_path, tiny
     missing = main(["run", "--method", "finetune", "--suite", "ood", "--suite-param", "eval_file=/no/such.jsonl",
                     "--out", str(tmp_path / "out"), "--quiet"])
     assert missing == 2 and "parameter 'eval_file': /no/such.jsonl does not exist" in capsys.readouterr().err
+
+
+def test_an_evaluation_file_with_a_byte_order_mark_snli_gold_labels_and_a_cap(tmp_path):
+    """A spreadsheet's CSV starts with a byte-order mark; SNLI names its label column gold_label and
+    marks the pairs its annotators did not agree on with '-'; --max-examples caps the file as it
+    caps every split (issue 68, item 9)."""
+    import dataclasses
+    import json
+
+    from bench.data.evalfile import load
+    from bench.data.examples import TaskData
+
+    task = TaskData(name="t", labels=("entailment", "neutral", "contradiction"), pair=True, id_metric="accuracy",
+                    max_length=64, bias_features="none", train=[], dev=[], test=[], ood={}, sources=[])
+    bom = tmp_path / "sheet.csv"
+    bom.write_bytes("\ufeffpremise,hypothesis,label\na,b,entailment\nc,d,neutral\n".encode())
+    examples, _ = load(str(bom), task)
+    assert [e.label for e in examples] == [0, 1]
+    rows = [{"sentence1": f"s{i}", "sentence2": "t", "gold_label": ["entailment", "-", "contradiction"][i % 3]}
+            for i in range(30)]
+    snli = tmp_path / "snli_dev.jsonl"
+    snli.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    examples, source = load(str(snli), task)
+    assert len(examples) == 20 and {e.label for e in examples} == {0, 2} and "10 rows without a gold label" in source.detail
+    capped, source = load(str(snli), dataclasses.replace(task, cap=8))
+    assert len(capped) == 8 and {e.label for e in capped} == {0, 2} and "capped at 8" in source.detail
+
+
+def test_a_parameter_given_twice_is_refused_not_the_last_one_kept():
+    from bench.errors import BenchError
+    from bench.spec.params import split_assignments
+
+    with pytest.raises(BenchError, match="parameter 'eval_file' given twice"):
+        split_assignments(["eval_file=a.jsonl", "eval_file=b.jsonl"])
