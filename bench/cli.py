@@ -37,6 +37,7 @@ def _executor_flags(p: argparse.ArgumentParser) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="bench", description="Robust compression bench for BERT-family models.")
+    ap.add_argument("--debug", action="store_true", help="a failed job shows its whole traceback (BENCH_DEBUG=1)")
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
 
     run = sub.add_parser("run", help="build candidates with a method and judge them with a suite")
@@ -325,6 +326,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     a = _parser().parse_args(argv)
+    if a.debug:
+        os.environ["BENCH_DEBUG"] = "1"  # read by the jobs, in this process or in pool and Ray workers
     from bench.errors import BenchError
 
     try:

@@ -31,6 +31,7 @@ class Registry(Generic[T]):
         self.group = group
         self._items: dict[str, T] = {}
         self._broken: dict[str, str] = {}  # plug-ins that failed to import: why
+        self._modules: dict[str, str] = {}  # a plug-in's module -> "method plug-in 'x' of package y"
         self._loaded = False
 
     def register(self, name: str) -> Callable[[T], T]:
@@ -51,10 +52,11 @@ class Registry(Generic[T]):
             return
         self._loaded = True
         for ep in entry_points(group=self.group):
+            package = f"{ep.dist.name} {ep.dist.version}" if ep.dist else "unknown package"
+            self._modules.setdefault(ep.module, f"{self.kind} plug-in '{ep.name}' of package {package}")
             try:
                 obj = ep.load()
             except Exception as e:  # a broken plug-in names itself and its package; the rest still work
-                package = ep.dist.name if ep.dist else "unknown package"
                 self._broken[ep.name] = f"{self.kind} plug-in '{ep.name}' of package {package} ({ep.value}) failed to load: " \
                                         f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
                 print(f"bench: warning: {self._broken[ep.name]}; skipped", file=sys.stderr)
@@ -82,6 +84,20 @@ class Registry(Generic[T]):
         """Scan the entry points again on next use (after installing a plug-in in-process)."""
         self._loaded = False
         self._broken.clear()
+
+
+def plugin_of(error: BaseException) -> str | None:
+    """Which plug-in raised ``error``: the innermost frame of its traceback in a plug-in's module
+    (by the entry points of every registry), named with its package; None if no plug-in's code is
+    in it (then it is the harness's own bug)."""
+    owners = {m: who for r in (METHODS, SUITES, TASKS) for m, who in r._modules.items()}
+    tb, found = error.__traceback__, None
+    while tb is not None:
+        module = tb.tb_frame.f_globals.get("__name__", "")
+        if who := next((w for m, w in owners.items() if module == m or module.startswith(m + ".")), None):
+            found = who
+        tb = tb.tb_next
+    return found
 
 
 METHODS: Registry = Registry("method", "bench.methods")

@@ -25,3 +25,23 @@ def test_prune_with_my_score_keeps_the_highest_scores_of_every_matrix(runner, ru
             assert int(mask.sum()) == mask.numel() // 2 and w[mask].min() >= w[~mask].max()  # the top half by the score
     finally:
         METHODS._items.pop("keep_positive", None)
+
+
+def test_an_exception_in_a_plugin_names_the_plugin_and_its_package_in_one_line(tmp_path, capsys, monkeypatch):
+    """Not a BenchError: one line naming the plug-in, its package and version, and where; the
+    whole traceback with --debug (issue 68, item 9)."""
+    import methods.finetune
+    from bench.cli import main
+
+    namespace = vars(methods.finetune)  # defined in the plug-in's own module, as its code would be
+    exec("def broken_build(self, ctx, p):\n    raise ValueError('the plug-in broke')\n", namespace)
+    monkeypatch.setattr(methods.finetune.Finetune, "build", namespace.pop("broken_build"))
+    argv = ["run", "--method", "finetune", "--suite", "ood", "--max-examples", "24", "--out", str(tmp_path), "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "method plug-in 'finetune' of package robust-compression-bench" in err[0]
+    assert "raised ValueError: the plug-in broke" in err[0] and "--debug for the traceback" in err[0]
+    monkeypatch.delenv("BENCH_DEBUG", raising=False)
+    assert main(["--debug", *argv]) == 2
+    assert "Traceback (most recent call last)" in capsys.readouterr().err
+    monkeypatch.delenv("BENCH_DEBUG", raising=False)
