@@ -98,5 +98,6 @@ class Provenance:
     device: dict
     wall_seconds: float
     memory: dict = field(default_factory=dict)  # peak_memory()
+    backbone: dict = field(default_factory=dict)  # its files' fingerprint and that of the weights loaded from them
     versions: dict = field(default_factory=lambda: dict(versions()))
     git: dict = field(default_factory=lambda: dict(git_state()))

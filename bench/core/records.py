@@ -26,7 +26,8 @@ Schema (``SCHEMA_VERSION`` 1), one object per file under ``<out>/records/``:
   (null) in records made before it was recorded, whose leaderboards compute it from the
   predictions
 - ``columns``: how each metric is shown on the leaderboard (``Column``), as its suite declared it
-- ``provenance``: ``config`` (the whole run spec), ``versions``, ``git``, ``data``
+- ``provenance``: ``config`` (the whole run spec), ``versions``, ``git``, ``backbone`` (its files' and its
+  loaded weights' fingerprints), ``data``
   (source descriptions and sha256 per file), ``device``, ``wall_seconds``, ``memory`` (peak MB)
 """
 

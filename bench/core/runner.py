@@ -184,6 +184,8 @@ class Runner:
                 data={"note": task.note, "sources": [dataclasses.asdict(s) for s in task.sources]
                       + [dataclasses.asdict(o.source) for o in task.ood.values()]},
                 device=device_info(ctx.device), wall_seconds=round(time.time() - t0, 2), memory=peak_memory(ctx.device),
+                backbone={"name": spec.backbone, "files": resolve(spec.backbone).fingerprint(),
+                          "loaded_weights": getattr(cand.model.config, "bench_loaded_weights", None)},
             )),
             created=datetime.now(UTC).isoformat(timespec="seconds"),
             degenerate=degenerate([r["gold"] for r in test], [r["pred"] for r in test]),

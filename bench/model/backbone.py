@@ -91,7 +91,12 @@ def load_tokenizer(bb: Backbone):
 
 
 def load_classifier(bb: Backbone, num_labels: int, seed: int):
-    """A sequence classifier on the backbone; the new head is initialised from ``seed``."""
+    """A sequence classifier on the backbone; the new head is initialised from ``seed``. The
+    backbone's own weights load as given or the run stops: a checkpoint saved under another
+    prefix would otherwise train from random weights without a word (transformers initialises
+    every weight it cannot find, and its messages are silenced here because the new head is
+    expected). The fingerprint of what was loaded is kept in the model's config (and so in
+    every record made from it)."""
     import torch
     from transformers import AutoModelForSequenceClassification
     from transformers.utils import logging as hf_logging
@@ -99,13 +104,44 @@ def load_classifier(bb: Backbone, num_labels: int, seed: int):
     torch.manual_seed(seed)
     hf_logging.set_verbosity_error()  # "newly initialized classifier" is expected here
     try:
-        model = AutoModelForSequenceClassification.from_pretrained(
+        model, info = AutoModelForSequenceClassification.from_pretrained(
             bb.path, num_labels=num_labels, local_files_only=bb.local_only, trust_remote_code=False,
             ignore_mismatched_sizes=True,  # a backbone fine-tuned elsewhere gets a fresh head
+            output_loading_info=True,
         )
     except Exception as e:
         raise _unavailable(bb, e) from e
+    check_loaded(bb, model, info)
+    model.config.bench_loaded_weights = weights_fingerprint(model, model.base_model_prefix)
     return model
+
+
+def check_loaded(bb: Backbone, model, info: dict) -> None:
+    """Only the classification head may be new (missing, or of another size); a missing weight of
+    the backbone itself is a one-line error naming a few, and what the checkpoint had instead."""
+    prefix = model.base_model_prefix + "."
+    names = [n for n, _ in model.named_parameters()]
+    base = {n for n in names if n.startswith(prefix)}
+    missing = [k for k in info.get("missing_keys", []) if k in base or prefix + k in base]
+    mismatched = [k[0] if isinstance(k, tuple) else k for k in info.get("mismatched_keys", [])]
+    missing += [k for k in mismatched if k in base or prefix + k in base]
+    if missing:
+        instead = list(info.get("unexpected_keys", []))[:3]
+        raise BenchError(f"backbone {bb.name}: {len(missing)} of its {len(base)} weights are not in the checkpoint "
+                         f"(e.g. {', '.join(missing[:3])})" + (f"; it has instead {', '.join(instead)}: saved under "
+                         "another prefix?" if instead else "") + "; refusing to train from random weights")
+
+
+def weights_fingerprint(model, prefix: str) -> str:
+    """sha256 of the backbone's loaded tensors (names, shapes, bytes), the head left out."""
+    import torch
+
+    h = hashlib.sha256()
+    for name, t in sorted(model.state_dict().items()):
+        if name.startswith(prefix + "."):
+            h.update(f"{name}:{tuple(t.shape)}:{t.dtype}".encode())
+            h.update(t.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()[:16]
 
 
 def _unavailable(bb: Backbone, e: Exception) -> BenchError:

@@ -90,6 +90,7 @@ def test_a_records_one_class_flags_are_recorded_and_re_scored(runner, run_spec, 
     mismatch (records made before the field existed hold null and are not checked on it)."""
     rec = runner.run(run_spec("finetune"))
     assert isinstance(rec.one_class, dict)
+    assert len(rec.provenance["backbone"]["loaded_weights"]) == 16  # what the backbone loaded, fingerprinted
     path = runner.out / "records" / f"{rec.run_id}.json"
     _rewrite(path, lambda d: d.update(one_class={"hans_synth": "answers class 0 on 99.0% of 10 examples"}))
     assert main(["rescore", str(runner.out)]) == 2
