@@ -38,12 +38,12 @@ import gzip
 import hashlib
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bench.core.atomic import write_atomic
+from bench.core.atomic import exclusive, write_atomic
 from bench.errors import BenchError
 
 SCHEMA_VERSION = 1
@@ -177,6 +177,19 @@ def write_predictions(out: Path, run_id: str, rows: list[dict]) -> tuple[str, st
     data = gzip.compress(text.encode("utf-8"), mtime=0)
     write_atomic(predictions_path(out, run_id), data)
     return f"../predictions/{run_id}.jsonl.gz", hashlib.sha256(data).hexdigest()
+
+
+def write_run(out: Path, run_id: str, rows: list[dict], record_of: Callable[[str, str], Record]) -> Path:
+    """A run's predictions and its record as one unit: under the run's lock, the per-example file
+    is written, then the record that names its checksum (``record_of(path, sha256)``). Two
+    writers of one run (a sweep and a ``bench run`` of the same job, at other thread counts) take
+    turns, so the last record always pairs with the last predictions, never with the other
+    writer's. Each write is atomic, so a reader never sees half a file."""
+    path = record_path(out, run_id)
+    with exclusive(predictions_path(out, run_id)):
+        predictions, checksum = write_predictions(out, run_id, rows)
+        write_atomic(path, record_of(predictions, checksum).to_json())
+    return path
 
 
 def read_predictions(records_dir: Path, record: Record) -> tuple[Path, bytes]:

@@ -19,7 +19,6 @@ import torch
 from bench import __version__
 from bench.api import Candidate, Context, Method, Need, Suite
 from bench.core import cache
-from bench.core.atomic import write_atomic
 from bench.core.provenance import (
     Provenance,
     device_info,
@@ -28,7 +27,7 @@ from bench.core.provenance import (
     reset_peak_memory,
     versions,
 )
-from bench.core.records import Record, finished, load_record, record_path, write_predictions
+from bench.core.records import Record, finished, load_record, record_path, write_run
 from bench.data.examples import TaskData
 from bench.errors import BenchError
 from bench.metrics import degenerate, one_class_sets
@@ -172,30 +171,32 @@ class Runner:
                                task.max_length, ctx.device, spec.precision, self.out / "artifacts" / cand.lineage["key"]))
         reference = self._compare(spec, rid, suite, metrics)
         test = [r for r in result.predictions if r.get("set") == "test"]  # the ID test set, clean
-        predictions, checksum = write_predictions(self.out, rid, result.predictions)
-        record = Record(
-            run_id=rid, method=spec.method, label=method.label(spec.params), params=dataclasses.asdict(spec.params),
-            task=spec.task, backbone=spec.backbone, seed=spec.seed, suite=spec.suite,
-            sparsity={"target": spec.sparsity, **cand.sparsity.to_dict()}, metrics=metrics, details=result.details,
-            method_info=cand.info, predictions=predictions, predictions_sha256=checksum, reference=reference,
-            artifact={"dir": f"../artifacts/{cand.lineage['key']}", "key": cand.lineage["key"]},
-            provenance=dataclasses.asdict(Provenance(
-                config=spec.config() | {"bench": __version__},
-                data={"note": task.note, "sources": [dataclasses.asdict(s) for s in task.sources]
-                      + [dataclasses.asdict(o.source) for o in task.ood.values()]},
-                device=device_info(ctx.device), wall_seconds=round(time.time() - t0, 2), memory=peak_memory(ctx.device),
-                backbone={"name": spec.backbone, "files": resolve(spec.backbone).fingerprint(),
-                          "loaded_weights": getattr(cand.model.config, "bench_loaded_weights", None)},
-            )),
-            created=datetime.now(UTC).isoformat(timespec="seconds"),
-            degenerate=degenerate([r["gold"] for r in test], [r["pred"] for r in test]),
-            one_class=one_class_sets(result.predictions),
-            columns=[c.to_dict() for c in suite.columns(result.details, metrics) + EFFICIENCY if c.key in metrics],
-        )
-        write_atomic(path, record.to_json())
+
+        def record_of(predictions: str, checksum: str) -> Record:
+            return Record(
+                run_id=rid, method=spec.method, label=method.label(spec.params), params=dataclasses.asdict(spec.params),
+                task=spec.task, backbone=spec.backbone, seed=spec.seed, suite=spec.suite,
+                sparsity={"target": spec.sparsity, **cand.sparsity.to_dict()}, metrics=metrics, details=result.details,
+                method_info=cand.info, predictions=predictions, predictions_sha256=checksum, reference=reference,
+                artifact={"dir": f"../artifacts/{cand.lineage['key']}", "key": cand.lineage["key"]},
+                provenance=dataclasses.asdict(Provenance(
+                    config=spec.config() | {"bench": __version__},
+                    data={"note": task.note, "sources": [dataclasses.asdict(s) for s in task.sources]
+                          + [dataclasses.asdict(o.source) for o in task.ood.values()]},
+                    device=device_info(ctx.device), wall_seconds=round(time.time() - t0, 2), memory=peak_memory(ctx.device),
+                    backbone={"name": spec.backbone, "files": resolve(spec.backbone).fingerprint(),
+                              "loaded_weights": getattr(cand.model.config, "bench_loaded_weights", None)},
+                )),
+                created=datetime.now(UTC).isoformat(timespec="seconds"),
+                degenerate=degenerate([r["gold"] for r in test], [r["pred"] for r in test]),
+                one_class=one_class_sets(result.predictions),
+                columns=[c.to_dict() for c in suite.columns(result.details, metrics) + EFFICIENCY if c.key in metrics],
+            )
+
+        record = load_record(write_run(self.out, rid, result.predictions, record_of))
         shutil.rmtree(ctx.scratch, ignore_errors=True)
         self.log(f"[bench] wrote {path}" + (f" (degenerate: {record.degenerate})" if record.degenerate else ""))
-        return load_record(path)  # exactly what a later reader sees (undefined numbers as None)
+        return record  # exactly what a later reader sees (undefined numbers as None)
 
     def _compare(self, spec: RunSpec, rid: str, suite: Suite, metrics: dict) -> str | None:
         """Add the suite's comparison with the reference run (F_bias) to ``metrics``; returns
