@@ -114,11 +114,12 @@ class Candidate:
     def degenerate(self) -> list[int]:
         return sorted({r.seed for r in self.records if r.degenerate})
 
-    def one_class(self, col: Column) -> list[int]:
-        """The seeds whose model answers one class on more than 95 % of one of the column's
-        balanced sets (``bench.metrics.one_class``, from the kept predictions)."""
-        return [s for s in self.seeds if (rec := self.record(s, col.key)) is not None
-                and any(o.one_class for name, o in outcomes_of(rec).items() if name in col.rows)]
+    def one_class(self, key: str, rows: tuple[str, ...], seeds: list[int] | None = None) -> list[int]:
+        """The seeds (of ``seeds``, default all) whose record of metric ``key`` answers one class
+        on more than 95 % of one of the balanced sets ``rows`` (``bench.metrics.one_class``, from
+        the kept predictions)."""
+        return [s for s in (self.seeds if seeds is None else seeds) if (rec := self.record(s, key)) is not None
+                and any(o.one_class for name, o in outcomes_of(rec).items() if name in rows)]
 
 
 @dataclass
@@ -437,7 +438,7 @@ def ranks(sec: Section) -> dict[int, str]:
     if col is None:
         return {}
     sign = -1.0 if col.higher_is_better is False else 1.0
-    ranked = sorted((c for c in sec.candidates if not c.degenerate and not c.one_class(col)
+    ranked = sorted((c for c in sec.candidates if not c.degenerate and not c.one_class(col.key, col.rows)
                      and not math.isnan(_mean(c, col))), key=lambda c: -sign * _mean(c, col))
     marks = {id(t.candidate): ("▲" if t.delta * sign > 0 else "▼") for t in sec.tests
              if t.column.key == col.key and t.significant}
@@ -453,7 +454,7 @@ def cell(sec: Section, cand: Candidate, col: Column) -> str:
     """A candidate's value of one column over its seeds, flagged where a seed answers one class
     on the column's set."""
     text = fmt(cand.values(col.key), *SCALE[col.kind], bounds=BOUNDS.get(col.kind))
-    flagged = cand.one_class(col) if col.rows else []
+    flagged = cand.one_class(col.key, col.rows)
     return text + (f" ⚠ one class (seed {', '.join(map(str, flagged))})" if flagged else "")
 
 
@@ -485,7 +486,7 @@ def main_table(sec: Section) -> pd.DataFrame:
         for c in cols:
             row[c.label] = cell(sec, cand, c)
         first = {s: next(r for r in cand.records if r.seed == s) for s in cand.seeds}
-        row["sparsity % (achieved)"] = fmt([first[s].sparsity["sparsity"] for s in cand.seeds], 100.0, 1, (0.0, 1.0))
+        row["sparsity % (achieved)"] = fmt([first[s].sparsity["sparsity"] for s in cand.seeds], 100.0, 1, SHARE)
         row["non-zero params (M)"] = fmt([nonzero(first[s]) for s in cand.seeds], 1e-6, 2)
         row["seeds"] = ",".join(map(str, cand.seeds))
         rows.append(row)

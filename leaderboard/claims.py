@@ -72,7 +72,7 @@ import numpy as np
 from bench.core.atomic import write_atomic
 from bench.core.records import Record, load_checked_records
 from bench.errors import BenchError
-from leaderboard.build import SHARE, Candidate, Pairing, metric_value, outcomes_of, paired, sections
+from leaderboard.build import SHARE, Candidate, Pairing, metric_value, paired, sections
 from leaderboard.stats import ALPHA, MIN_SEEDS_FOR_INTERVAL, Crossed, crossed, fmt
 
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
@@ -312,7 +312,7 @@ def _untestable(claim: Claim, cand: Candidate, ref: Candidate, rows: tuple[str, 
         parts = []
         if bad := [s for s, r in recs if r.degenerate]:
             parts.append(f"did not learn its task (seed {', '.join(map(str, bad))})")
-        if bad := [s for s, r in recs if any(o.one_class for n, o in outcomes_of(r).items() if n in rows)]:
+        if bad := side.one_class(claim.metric, rows, seeds):
             parts.append(f"one class on {'/'.join(rows)} (seed {', '.join(map(str, bad))})")
         mean = float(np.mean([metric_value(side, s, claim.metric) for s in seeds]))
         if mean <= claim.chance + claim.margin:
