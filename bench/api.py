@@ -3,7 +3,8 @@
 Neither side imports the other: both meet only here and in the runner, which finds them
 through the registry. What a plug-in needs to read a task (``Example``, ``TaskData``) is
 re-exported here, so that a plug-in imports ``bench.api`` and nothing else of the harness's
-insides.
+insides. Importing it needs no torch: a suite's ``score`` is a function of rows, and the
+leaderboard checks records with it on machines without torch.
 """
 
 from __future__ import annotations
@@ -12,15 +13,17 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
-
-import torch
-from torch import nn
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from bench.core.records import Column
 from bench.data.examples import EvalSet, Example, TaskData
 from bench.model.backbone import Backbone
-from bench.model.masking import SparsityReport, sparsity_report
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+    from bench.model.masking import SparsityReport
 
 __all__ = ["Candidate", "Column", "Context", "EvalSet", "Example", "Method", "Need", "Suite", "SuiteResult", "TaskData",
            "confreg_teacher"]
@@ -71,6 +74,8 @@ class Candidate:
 
     def __post_init__(self) -> None:
         if self.sparsity is None:
+            from bench.model.masking import sparsity_report
+
             self.sparsity = sparsity_report(self.model)
 
 

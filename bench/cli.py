@@ -168,20 +168,28 @@ def _dirty(record) -> bool:
     return record.provenance.get("git", {}).get("dirty") is not False
 
 
-def write_leaderboard(out: Path | list[Path], output: Path | None = None) -> Path:
+def write_leaderboard(out: Path | list[Path], output: Path | None = None) -> tuple[Path, list[str]]:
     """OUT/records (and OUT/references) -> Markdown; needs no torch. Several OUTs (studies)
-    give one table per task and backbone with every candidate of them all."""
-    from bench.core.records import load_checked_records, load_references, same_results, write_atomic
+    give one table per task and backbone with every candidate of them all. Only records that
+    pass ``leaderboard.evidence.check`` are shown; returns the file and one line for each record
+    left out (said on stderr here, so that the caller can exit non-zero once the rest is done)."""
+    from bench.core.records import load_references, same_results, write_atomic
     from bench.errors import BenchError
     from leaderboard.build import build
+    from leaderboard.evidence import check
 
     given = list({o.resolve(): o for o in (out if isinstance(out, list) else [out])}.values())  # each folder once
     if len(given) > 1 and output is None:
         raise BenchError("several --out directories need --output FILE for their shared leaderboard")
     target = output or given[0] / "LEADERBOARD.md"
     outs = list({s.resolve(): s for o in given for s in _studies(o)}.values())
+    found = check([o / "records" for o in outs])
+    for line in found.unverified:
+        print(f"bench: warning: shown but not re-scored here: {line}", file=sys.stderr)
+    for line in found.rejected:
+        print(f"bench: error: left out of the leaderboard: {line}", file=sys.stderr)
     records = {}
-    for r in (r for o in outs for r in load_checked_records(o / "records")):
+    for r in found.records:
         seen = records.setdefault(r.run_id, r)
         if seen is r:
             continue
@@ -191,7 +199,7 @@ def write_leaderboard(out: Path | list[Path], output: Path | None = None) -> Pat
             records[r.run_id] = r
     records = list(records.values())
     write_atomic(target, build(records, markdown=target, references=[x for o in outs for x in load_references(o)]))
-    return target
+    return target, found.rejected
 
 
 def _writable(out: Path) -> None:
@@ -275,13 +283,14 @@ def cmd_run(a: argparse.Namespace) -> None:
     for record in records:
         shown = {k: v if v is None else round(v, 4) for k, v in record.metrics.items() if k.count("/") <= 1}
         print(f"{record.run_id}: {shown}")
-    print(f"leaderboard: {write_leaderboard(out)}")
+    print(f"leaderboard: {write_leaderboard(out)[0]}")
     if warning := degenerate(records):
         print(f"bench: warning: {warning}", file=sys.stderr)
 
 
 def cmd_sweep(a: argparse.Namespace) -> int:
     from bench.core.records import write_references
+    from bench.errors import BenchError
     from bench.spec.sweep import load_spec, runs
 
     spec = load_spec(Path(a.spec))
@@ -294,13 +303,22 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     if a.dry_run:
         return 0
     write_references(out, spec.path.stem, spec.references)
+    table_failed = False
     if (out / "records").is_dir():
-        print(f"leaderboard: {write_leaderboard(out)}")
+        try:  # a table that cannot be written must not hide which jobs failed
+            path, left_out = write_leaderboard(out)
+            print(f"leaderboard: {path}")
+            table_failed = bool(left_out)
+        except BenchError as e:
+            print(f"bench: error: no leaderboard: {e}", file=sys.stderr)
+            table_failed = True
     failed = [o for o in outcomes if not o.ok]
     if failed:
         first = next((o for o in failed if not o.message.startswith("skipped")), failed[0])
         print(f"bench: error: {len(failed)} of {len(outcomes)} jobs failed; first: {first.label}: {first.message}",
               file=sys.stderr)
+        return 2
+    if table_failed:
         return 2
     if failed_study := degenerate(_records(todo, out)):  # a control that did not train fails its study
         print(f"bench: error: {failed_study}", file=sys.stderr)
@@ -315,9 +333,9 @@ def cmd_rescore(a: argparse.Namespace) -> int:
     for out in a.out:
         results = rescore(Path(out), a.data_dir)
         print(summary(Path(out), results))
-        bad += sum(r.status == "mismatch" for r in results)
+        bad += sum(r.status in ("mismatch", "unreadable") for r in results)
     if bad:
-        print(f"bench: error: {bad} records do not re-score to their numbers", file=sys.stderr)
+        print(f"bench: error: {bad} records do not re-score to their numbers or are unreadable", file=sys.stderr)
         return 2
     return 0
 
@@ -338,9 +356,12 @@ def main(argv: list[str] | None = None) -> int:
         elif a.cmd == "rescore":
             return cmd_rescore(a)
         elif a.cmd == "leaderboard":
-            path = write_leaderboard([Path(o) for o in a.out or [DEFAULT_OUT]], Path(a.output) if a.output else None)
+            path, left_out = write_leaderboard([Path(o) for o in a.out or [DEFAULT_OUT]], Path(a.output) if a.output else None)
             print(path.read_text())
             print(f"written to {path}", file=sys.stderr)
+            if left_out:
+                print(f"bench: error: {len(left_out)} records left out of the leaderboard (listed above)", file=sys.stderr)
+                return 2
         else:
             cmd_run(a)
     except BenchError as e:

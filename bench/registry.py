@@ -4,14 +4,21 @@ One mechanism for built-ins and third-party plug-ins alike (as in lm-evaluation-
 every plug-in module is named by an entry point (groups ``bench.methods``, ``bench.suites``,
 ``bench.tasks``) and registers its objects with the decorators below when imported. An entry
 point may also name an object directly; it is then registered under the entry point's name.
+
+``origin(name)`` says where a plug-in's code comes from (package, version and a hash of its
+source): a method's goes into the key of every candidate it builds, so that a changed plug-in
+is rebuilt rather than served from the cache, and every record carries its three plug-ins'.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
+import hashlib
 import sys
 import types
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Generic, TypeVar
 
@@ -25,6 +32,47 @@ def did_you_mean(name: str, choices: list[str]) -> str:
     return f"; did you mean '{close[0]}'?" if close else f"; choose from: {', '.join(sorted(choices))}"
 
 
+@dataclass(frozen=True)
+class Origin:
+    """A plug-in's distribution (None when it is not installed from one), the module that defines
+    it, and the SHA-256 (16 hex digits) of the source of that module and of the modules of its own
+    package that it uses, so that an edit of an editable or local plug-in shows."""
+
+    package: str | None
+    version: str | None
+    module: str
+    code: str
+
+
+@functools.cache
+def code_hash(module: str) -> str:
+    """Hash of ``module``'s source and, transitively, of the modules of its package it refers
+    to (``methods.srnet`` and the ``methods.kit`` it imports; a top-level module alone). Read once
+    per process, like the commit, so it describes the code this process runs."""
+    scope = getattr(sys.modules.get(module), "__package__", None) or module
+    seen, todo, h = set(), [module], hashlib.sha256()
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in sys.modules:
+            continue
+        seen.add(name)
+        mod = sys.modules[name]
+        for value in vars(mod).values():
+            other = value.__name__ if isinstance(value, types.ModuleType) else getattr(value, "__module__", None)
+            if isinstance(other, str) and (other == scope or other.startswith(scope + ".")):
+                todo.append(other)
+    for name in sorted(seen):
+        path = getattr(sys.modules[name], "__file__", None)
+        h.update(name.encode() + b"\0")
+        if path:
+            try:
+                with open(path, "rb") as f:
+                    h.update(f.read())
+            except OSError:
+                pass
+    return h.hexdigest()[:16]
+
+
 class Registry(Generic[T]):
     def __init__(self, kind: str, group: str) -> None:
         self.kind = kind
@@ -32,6 +80,7 @@ class Registry(Generic[T]):
         self._items: dict[str, T] = {}
         self._broken: dict[str, str] = {}  # plug-ins that failed to import: why
         self._modules: dict[str, str] = {}  # a plug-in's module -> "method plug-in 'x' of package y"
+        self._dists: dict[str, tuple[str, str]] = {}  # an entry point's module -> (package, version)
         self._loaded = False
 
     def register(self, name: str) -> Callable[[T], T]:
@@ -54,6 +103,8 @@ class Registry(Generic[T]):
         for ep in entry_points(group=self.group):
             package = f"{ep.dist.name} {ep.dist.version}" if ep.dist else "unknown package"
             self._modules.setdefault(ep.module, f"{self.kind} plug-in '{ep.name}' of package {package}")
+            if ep.dist:
+                self._dists.setdefault(ep.module, (ep.dist.name, ep.dist.version))
             try:
                 obj = ep.load()
             except Exception as e:  # a broken plug-in names itself and its package; the rest still work
@@ -75,6 +126,13 @@ class Registry(Generic[T]):
         if name not in self._items:
             raise BenchError(f"unknown {self.kind} '{name}'{did_you_mean(name, list(self._items))}")
         return self._items[name]
+
+    def origin(self, name: str) -> Origin:
+        """Where plug-in ``name`` comes from (see ``Origin``)."""
+        module = type(self.get(name)).__module__
+        owner = max((m for m in self._dists if module == m or module.startswith(m + ".")), key=len, default=None)
+        package, version = self._dists[owner] if owner else (None, None)
+        return Origin(package, version, module, code_hash(module))
 
     def names(self) -> list[str]:
         self._load()

@@ -35,15 +35,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench.core.records import (
-    Column,
-    Record,
-    Reference,
-    gc_paused,
-    parse_predictions,
-    read_predictions,
-)
-from bench.metrics import one_class
+from bench.core.records import Column, Record, Reference
+from leaderboard.evidence import outcomes_of, pair
 from leaderboard.plot import heatmap, plot
 from leaderboard.stats import ALPHA, MIN_SEEDS_FOR_INTERVAL, Crossed, crossed, fmt, holm, mcnemar
 
@@ -214,82 +207,6 @@ def _reference(candidates: list[Candidate], records: list[Record]) -> tuple[Cand
     if len(tied) > 1:
         return None, f"none: {' and '.join(c.name for c in tied)} tie as the reference, so no paired tests"
     return tied[0], ""
-
-
-@dataclass(frozen=True)
-class SetOutcomes:
-    """One record's outcomes on one set of examples, as arrays sorted by example id: pairing two
-    records is then one merge in numpy, not a dictionary of every example (the by-task table
-    pairs hundreds of records of 30,000 HANS examples). Example ids are compared as strings, as
-    every suite writes them."""
-
-    uids: np.ndarray  # example ids (str), sorted, unique
-    right: np.ndarray  # bool
-    gold: np.ndarray  # gold label (object: int or None)
-    one_class: str | None = None  # why the model answers one class on this set (bench.metrics.one_class)
-
-    def only(self, golds: tuple) -> SetOutcomes:
-        keep = np.isin(self.gold, list(golds))
-        return SetOutcomes(self.uids[keep], self.right[keep], self.gold[keep], self.one_class)
-
-
-def pair(mine: SetOutcomes, base: SetOutcomes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The examples both hold: their ids, and each one's outcome for the candidate and for the
-    reference."""
-    if np.array_equal(mine.uids, base.uids):  # the usual case: the same examples
-        return mine.uids, mine.right, base.right
-    uids, ia, ib = np.intersect1d(mine.uids, base.uids, assume_unique=True, return_indices=True)
-    return uids, mine.right[ia], base.right[ib]
-
-
-Outcomes = dict[str, SetOutcomes]  # set -> its outcomes
-
-
-PARSED: dict[str, Outcomes] = {}  # predictions checksum -> outcomes (the oldest dropped first)
-PARSED_MAX = 1024  # about 5 MB each for a 31,000-row HANS record
-
-
-def outcomes_of(rec: Record) -> Outcomes:
-    """A record's per-example outcomes by set ({} when its predictions were not kept, or it was
-    not read from a directory). The file is read and checked against the record's checksum on
-    every call, but parsed once per checksum: one run is in several tables (its study's, the
-    by-task one, a claims table), and parsing is most of the time of building them. Only what
-    the paired tests use is kept: whole rows of a hundred HANS records would take gigabytes."""
-    if not (rec.where is not None and rec.predictions and (rec.where / rec.predictions).resolve().is_file()):
-        return {}
-    path, data = read_predictions(rec.where, rec)
-    if rec.predictions_sha256 not in PARSED:
-        by_set: dict[str, dict[str, tuple]] = defaultdict(dict)  # a later row of one example replaces it
-        with gc_paused():
-            for row in parse_predictions(path, data):
-                if (right := is_right(row)) is not None:
-                    by_set[row["set"]][str(row["uid"])] = (right, row.get("gold"), row.get("pred"), "result" in row)
-        if len(PARSED) >= PARSED_MAX:
-            PARSED.pop(next(iter(PARSED)))
-        PARSED[rec.predictions_sha256] = {name: _arrays(rows) for name, rows in by_set.items()}
-    return PARSED[rec.predictions_sha256]
-
-
-def _arrays(rows: dict[str, tuple]) -> SetOutcomes:
-    uids = np.array(list(rows), dtype=str)
-    order = np.argsort(uids, kind="stable")
-    right = np.fromiter((v[0] for v in rows.values()), bool, len(rows))
-    gold = np.array([v[1] for v in rows.values()] + [None], dtype=object)[:-1]  # the None keeps it 1-D
-    return SetOutcomes(uids[order], right[order], gold[order], _one_class(rows))
-
-
-def _one_class(rows: dict[str, tuple]) -> str | None:
-    """``bench.metrics.one_class`` of a set's clean rows (attack rows left out, as
-    ``bench.metrics.one_class_sets`` does for the record)."""
-    clean = [v for v in rows.values() if not v[3] and isinstance(v[1], int) and isinstance(v[2], int)]
-    return one_class([v[1] for v in clean], [v[2] for v in clean]) if clean else None
-
-
-def is_right(row: dict) -> bool | None:
-    """Whether a prediction row is right; None for an attack row without 'correct' (rows before
-    issue 25 have no 'correct' field; an attack row's outcome is not its label's)."""
-    right = row.get("correct", row["gold"] == row.get("pred") if "result" not in row else None)
-    return None if right is None else bool(right)
 
 
 def device(c: Candidate) -> str:

@@ -70,9 +70,10 @@ from pathlib import Path
 import numpy as np
 
 from bench.core.atomic import write_atomic
-from bench.core.records import Record, load_checked_records
+from bench.core.records import Record
 from bench.errors import BenchError
 from leaderboard.build import SHARE, Candidate, Pairing, metric_value, paired, sections
+from leaderboard.evidence import checked_records
 from leaderboard.stats import ALPHA, MIN_SEEDS_FOR_INTERVAL, Crossed, crossed, fmt
 
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
@@ -398,7 +399,7 @@ def splice(page: str, text: str) -> str:
 
 
 def study_table(study: Path) -> str:
-    return render(measure(load_claims(study / "claims.toml"), load_checked_records(study / "records")))
+    return render(measure(load_claims(study / "claims.toml"), checked_records(study / "records")))
 
 
 def main(argv: list[str] | None = None) -> int:

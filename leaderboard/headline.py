@@ -16,10 +16,10 @@ from collections import Counter
 from pathlib import Path
 
 from bench.core.atomic import write_atomic
-from bench.core.records import load_checked_records
 from bench.errors import BenchError
 from leaderboard.build import main_table, sections
 from leaderboard.claims import load_claims, measure
+from leaderboard.evidence import checked_records
 
 START, END = "<!-- headline:start -->", "<!-- headline:end -->"
 STUDIES_START, STUDIES_END = "<!-- studies:start -->", "<!-- studies:end -->"
@@ -28,7 +28,7 @@ TIMED = ("ex/s", "speed-up", "ms bs1")
 
 
 def render(results: Path) -> str:
-    records = load_checked_records(results / STUDY / "records")
+    records = checked_records(results / STUDY / "records")
     sec = sections(records)[0]
     df = main_table(sec)
     df = df[[c for c in df.columns if not c.startswith(TIMED)]]
@@ -55,7 +55,7 @@ def _verdicts(study: Path, records) -> str:
 def render_studies(results: Path) -> str:
     lines = ["| study | findings | records | seeds | claims |", "|---|---|---|---|---|"]
     for study in sorted(p for p in results.iterdir() if (p / "findings.md").is_file()):
-        records = load_checked_records(study / "records") if (study / "records").is_dir() else []
+        records = checked_records(study / "records") if (study / "records").is_dir() else []
         title = (study / "findings.md").read_text().partition("\n")[0].removeprefix("# ").strip()
         seeds = ",".join(str(s) for s in sorted({r.seed for r in records})) or "–"
         lines.append(f"| {study.name} | [{title}](results/{study.name}/findings.md) | {len(records)} | {seeds} | "

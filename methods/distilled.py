@@ -29,7 +29,7 @@ from typing import ClassVar
 import torch
 
 from bench.api import Candidate, Context, Method
-from bench.core.atomic import atomic_dir, exclusive
+from bench.core.atomic import atomic_dir, exclusive, intact
 from bench.data.corpus import cache_dir, corpus, held_out_texts
 from bench.errors import BenchError
 from bench.model.arch import keep_layers, layers, truncate
@@ -158,7 +158,7 @@ class Distilled(Method):
             digest = hashlib.sha256((digest + ctx.backbone.fingerprint()).encode()).hexdigest()[:12]
             out = cache_dir() / "students" / f"{keep}layer-{digest}"
             with exclusive(out):  # two seeds' builds at once distil it once
-                if not (out / "quality.json").is_file():
+                if not intact(out):
                     distill_student(ctx.backbone, keep, texts, out, ctx.progress)
             source = Backbone(str(out), str(out), True)
             tok = load_tokenizer(source)

@@ -21,7 +21,6 @@ from bench.data.evalfile import eval_set
 from bench.data.examples import sha256_file
 from bench.errors import BenchError
 from bench.metrics import accuracy, cells, collapse, f_bias, id_metric
-from bench.model.predict import predict_logits, prediction_rows
 from bench.registry import SUITES
 
 
@@ -63,6 +62,8 @@ class OOD(Suite):
         _sets(task, params)
 
     def evaluate(self, candidate: Candidate, ctx: Context) -> SuiteResult:
+        from bench.model.predict import predict_logits, prediction_rows
+
         task = ctx.task
         sets = _sets(task, ctx.suite_params)
         run = lambda exs: predict_logits(  # noqa: E731

@@ -10,6 +10,11 @@ What appears gets the user's umask (0644 files and 0755 folders by default), not
 of a temporary name: records on a shared output folder are for others to read. A temporary name
 carries its host and process id, so a run that touches a folder removes what a killed run of
 this host left there (a half-saved model of 90 MB) and never what a live one is still writing.
+
+A published folder carries the SHA-256 of each of its files (``SHA256SUMS``, the format of
+``sha256sum -c``): a cached model damaged on disk after it was published (a bad copy, a file
+zeroed in place with a valid header) is found by ``damage`` when read back, and rebuilt rather
+than evaluated.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from bench.data.examples import sha256_file
 
 try:
     import fcntl
@@ -125,6 +132,7 @@ def atomic_dir(final: Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    _seal(tmp)
     _open_up(tmp)
     try:
         os.rename(tmp, final)
@@ -132,6 +140,59 @@ def atomic_dir(final: Path) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
         if not final.is_dir():
             raise
+
+
+SUMS = "SHA256SUMS"
+
+
+def _files(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != SUMS)
+
+
+def _seal(folder: Path) -> None:
+    lines = [f"{sha256_file(folder / name)}  {name}\n" for name in _files(folder)]
+    (folder / SUMS).write_text("".join(lines))
+
+
+def damage(folder: Path) -> str | None:
+    """Why the published ``folder`` cannot be trusted (no checksums, a file missing, added or
+    changed since it was published), or None when every file matches its checksum."""
+    try:
+        listed = dict(reversed(line.split("  ", 1)) for line in (folder / SUMS).read_text().splitlines())
+    except OSError:
+        return f"it has no {SUMS} (made before checksums were kept, or not by the harness)"
+    except ValueError:
+        return f"its {SUMS} is malformed"
+    present = _files(folder)
+    if extra := sorted(set(present) - set(listed)):
+        return f"{extra[0]} was added after it was published"
+    for name, expected in listed.items():
+        if name not in present:
+            return f"{name} is missing"
+        if sha256_file(folder / name) != expected:
+            return f"{name} does not match its checksum"
+    return None
+
+
+def intact(folder: Path, log: Callable[[str], None] | None = None) -> bool:
+    """Whether ``folder`` was published whole and is unchanged since. A damaged one is said (to
+    ``log``, else stderr) and removed, so that the caller builds it again instead of using it."""
+    if not folder.is_dir():
+        return False
+    if (why := damage(folder)) is None:
+        return True
+    (log or (lambda line: print(line, file=sys.stderr)))(f"[bench] {folder} is not used and is built again: {why}")
+    discard(folder)
+    return False
+
+
+def discard(folder: Path) -> None:
+    """Remove a published folder: renamed away first (readers of its name never see half of
+    it), then deleted."""
+    aside = Path(tempfile.mkdtemp(dir=folder.parent, prefix=_tag(folder.name), suffix=".tmp"))
+    with contextlib.suppress(FileNotFoundError):
+        os.replace(folder, aside / folder.name)
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def _open_up(folder: Path) -> None:

@@ -1,7 +1,10 @@
 """The candidate cache: a built candidate is stored under ``<out>/artifacts/<method>-<key>``, the
-key hashing its whole lineage (method, typed params, task and data checksums, backbone and its
-fingerprint, seed, sparsity, precision, device), so that a rerun or another suite reuses it.
-Saved with safetensors and read back without running any code from the checkpoint."""
+key hashing its whole lineage (method and where its code comes from, typed params, task and data
+checksums, backbone and its fingerprint, seed, sparsity, precision, device), so that a rerun or
+another suite reuses it and a changed plug-in builds anew. Saved with safetensors and the
+checksum of every file; read back only when every file matches (``atomic.intact``), without running any
+code from the checkpoint. The harness's own code is not in the key (the record's commit names
+it): after changing it, delete ``artifacts/`` to rebuild."""
 
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ from bench.spec.run import RunSpec, digest
 def lineage(spec: RunSpec, task: TaskData) -> dict:
     """Everything that decides a candidate; its hash names the artifact."""
     extra = METHODS.get(spec.method).lineage_extra(task, spec.data_path, spec.params)
-    out = {"method": spec.method, "params": dataclasses.asdict(spec.params), "task": spec.task,
+    out = {"method": spec.method, "plugin": dataclasses.asdict(METHODS.origin(spec.method)), "params": dataclasses.asdict(spec.params), "task": spec.task,
            "data": task.id_checksums(), "max_examples": spec.max_examples, "backbone": spec.backbone,
            "backbone_fingerprint": resolve(spec.backbone).fingerprint(), "seed": spec.seed,
            "sparsity": spec.sparsity, "precision": spec.precision, "device": spec.device}
@@ -46,7 +49,7 @@ def save(art: Path, cand: Candidate) -> None:
 
 
 def load(art: Path, lineage: dict) -> Candidate:
-    """A cached candidate, or a one-line error naming the directory to delete."""
+    """A cached candidate found ``intact``, or a one-line error naming the directory to delete."""
     from transformers import AutoModelForSequenceClassification
 
     try:

@@ -99,5 +99,6 @@ class Provenance:
     wall_seconds: float
     memory: dict = field(default_factory=dict)  # peak_memory()
     backbone: dict = field(default_factory=dict)  # its files' fingerprint and that of the weights loaded from them
+    plugins: dict = field(default_factory=dict)  # method, suite and task: registry.Origin (package, version, code hash)
     versions: dict = field(default_factory=lambda: dict(versions()))
     git: dict = field(default_factory=lambda: dict(git_state()))

@@ -27,8 +27,9 @@ Schema (``SCHEMA_VERSION`` 1), one object per file under ``<out>/records/``:
   predictions
 - ``columns``: how each metric is shown on the leaderboard (``Column``), as its suite declared it
 - ``provenance``: ``config`` (the whole run spec), ``versions``, ``git``, ``backbone`` (its files' and its
-  loaded weights' fingerprints), ``data``
-  (source descriptions and sha256 per file), ``device``, ``wall_seconds``, ``memory`` (peak MB)
+  loaded weights' fingerprints), ``plugins`` (method, suite and task: package, version, module
+  and a hash of its code), ``data`` (source descriptions and sha256 per file), ``device``,
+  ``wall_seconds``, ``memory`` (peak MB)
 """
 
 from __future__ import annotations
@@ -139,19 +140,25 @@ def load_record(path: Path) -> Record:
         raise BenchError(f"{path}: not a readable run record ({e})") from e
 
 
-def load_records(records_dir: Path) -> list[Record]:
+def read_records(records_dir: Path) -> tuple[list[Record], list[str]]:
+    """The readable records of ``records_dir``, and one line for each file that is not one: a
+    reader lists those and goes on with the rest (``bench leaderboard``, ``bench rescore``)."""
     if not records_dir.is_dir():
         raise BenchError(f"no records directory {records_dir}: run something first (python -m bench run ...)")
-    return [load_record(p) for p in sorted(records_dir.glob("*.json"))]
+    records, bad = [], []
+    for p in sorted(records_dir.glob("*.json")):
+        try:
+            records.append(load_record(p))
+        except BenchError as e:
+            bad.append(str(e))
+    return records, bad
 
 
-def load_checked_records(records_dir: Path) -> list[Record]:
-    """The records, each with its per-example file present and matching its checksum: a table
-    must not show a number whose evidence is missing or was edited, even where it draws no
-    paired test from that file. (``bench rescore`` loads them unchecked, to list every bad one.)"""
-    records = load_records(records_dir)
-    for r in records:
-        read_predictions(records_dir, r)
+def load_records(records_dir: Path) -> list[Record]:
+    """Every record of ``records_dir``; the first unreadable one is an error."""
+    records, bad = read_records(records_dir)
+    if bad:
+        raise BenchError(bad[0])
     return records
 
 

@@ -8,7 +8,11 @@ metrics from the rows (``Suite.score``, the formula ``evaluate`` itself uses), F
 re-scored reference record, and the degenerate flag from the test rows and the
 one-class flags from every set's rows (where the record has them). Any difference is a
 mismatch. Timings (``eff/``) are measurements, not functions of the predictions, and are not
-re-scored; records made before predictions were kept are listed as not re-scorable.
+re-scored; records made before predictions were kept are listed as not re-scorable, and a file
+that is not a readable record is listed as unreadable while the others are re-scored.
+
+``from_rows`` and ``differences`` are the part that needs no data and no torch: the leaderboard
+checks every record it shows with them.
 """
 
 from __future__ import annotations
@@ -18,17 +22,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.core.records import Record, load_predictions, load_records
+from bench.core.records import Record, load_predictions, read_records
 from bench.errors import BenchError
 from bench.metrics import degenerate, one_class_sets
 from bench.registry import SUITES, TASKS
-from bench.spec.run import digest, resolve
 
 
 @dataclass
 class Rescored:
     run_id: str
-    status: str  # "exact", "mismatch" or "not re-scorable"
+    status: str  # "exact", "mismatch", "not re-scorable" or "unreadable"
     problems: list[str] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)  # the recomputed metrics
     checked: int = 0  # metrics recomputed and compared
@@ -54,6 +57,11 @@ def _sets(record: Record, data_dir: str | None, cache: dict) -> tuple[Sets, Labe
     read. The records of a study share their data, so the sets are built once for each distinct
     input of the loaders (task, files, example cap, suite and its parameters; no loader takes
     the run's seed), not once per record."""
+    from bench.spec.run import (  # the run spec's checks import torch; re-scoring rows does not
+        digest,
+        resolve,
+    )
+
     conf = record.provenance.get("config", {})
     try:
         spec = resolve(record.method, record.suite, task=record.task, backbone=record.backbone, seed=record.seed,
@@ -96,6 +104,53 @@ def _gold(record: Record, rows: list[dict], data_dir: str | None, cache: dict) -
     return problems[:5] + ([f"... and {len(problems) - 5} more"] if len(problems) > 5 else []), "checked"
 
 
+@dataclass(frozen=True)
+class FromRows:
+    """What a record's per-example rows give: its suite's metrics (``Suite.score``, the formula
+    ``evaluate`` itself uses), the degenerate flag of its test rows and the one-class flags."""
+
+    metrics: dict[str, float]
+    degenerate: str | None  # None also when there are no test rows
+    one_class: dict[str, str]
+    has_test: bool
+
+
+def from_rows(record: Record, rows: list[dict]) -> FromRows | str:
+    """The numbers ``rows`` give for ``record``, or why they cannot be recomputed here (its
+    suite is not installed, or cannot re-score)."""
+    try:
+        metrics = SUITES.get(record.suite).score(rows, record.details)
+    except BenchError as e:
+        return str(e)
+    if metrics is None:
+        return f"suite '{record.suite}' cannot re-score this record's rows"
+    test = [r for r in rows if r["set"] == "test"]
+    return FromRows(metrics, degenerate([r["gold"] for r in test], [r["pred"] for r in test]) if test else None,
+                    one_class_sets(rows), bool(test))
+
+
+def differences(record: Record, got: FromRows) -> list[str]:
+    """Where the record's numbers are not what its rows give (timings aside: not in ``got``)."""
+    problems = []
+    for key, value in got.metrics.items():
+        if key not in record.metrics:
+            problems.append(f"{key}: recomputed {value:.6g}, the record has none")
+        elif not _same(record.metrics[key], value):
+            problems.append(f"{key}: recorded {record.metrics[key]}, recomputed {value}")
+    if got.has_test and got.degenerate != record.degenerate:
+        problems.append(f"degenerate: recorded {record.degenerate!r}, recomputed {got.degenerate!r}")
+    if record.one_class is not None and got.one_class != record.one_class:
+        problems.append(f"one_class: recorded {record.one_class!r}, recomputed {got.one_class!r}")
+    return problems
+
+
+def compared(record: Record, metrics: dict[str, float], reference: dict[str, float]) -> list[str]:
+    """Where the record's comparison with its reference (F_bias) is not what ``metrics`` and the
+    reference's ``reference`` metrics give."""
+    out = SUITES.get(record.suite).compare(metrics, reference)
+    return [f"{k}: recorded {record.metrics.get(k)}, recomputed {v}" for k, v in out.items() if not _same(record.metrics.get(k), v)]
+
+
 def rescore_record(record: Record, records_dir: Path, data_dir: str | None = None,
                    cache: dict | None = None) -> Rescored:
     if not record.predictions:
@@ -106,26 +161,18 @@ def rescore_record(record: Record, records_dir: Path, data_dir: str | None = Non
         rows = load_predictions(records_dir, record)
     except BenchError as e:
         return Rescored(record.run_id, "mismatch", [str(e)])
-    metrics = SUITES.get(record.suite).score(rows, record.details)
-    if metrics is None:
-        return Rescored(record.run_id, "not re-scorable", [f"suite '{record.suite}' cannot re-score this record's rows"])
+    got = from_rows(record, rows)
+    if isinstance(got, str):
+        return Rescored(record.run_id, "not re-scorable", [got])
     problems, gold = _gold(record, rows, data_dir, {} if cache is None else cache)
-    for key, value in metrics.items():
-        if key not in record.metrics:
-            problems.append(f"{key}: recomputed {value:.6g}, the record has none")
-        elif not _same(record.metrics[key], value):
-            problems.append(f"{key}: recorded {record.metrics[key]}, recomputed {value}")
-    test = [r for r in rows if r["set"] == "test"]
-    if test and degenerate([r["gold"] for r in test], [r["pred"] for r in test]) != record.degenerate:
-        problems.append(f"degenerate: recorded {record.degenerate!r}, recomputed otherwise")
-    if record.one_class is not None and one_class_sets(rows) != record.one_class:
-        problems.append(f"one_class: recorded {record.one_class!r}, recomputed {one_class_sets(rows)!r}")
-    return Rescored(record.run_id, "mismatch" if problems else "exact", problems, metrics, len(metrics), gold)
+    problems += differences(record, got)
+    return Rescored(record.run_id, "mismatch" if problems else "exact", problems, got.metrics, len(got.metrics), gold)
 
 
 def rescore(out: Path, data_dir: str | None = None) -> list[Rescored]:
-    """Every record under ``out/records``, F_bias included (against its re-scored reference)."""
-    records = load_records(Path(out) / "records")
+    """Every record under ``out/records``, F_bias included (against its re-scored reference);
+    a file that is not a readable record is listed as unreadable."""
+    records, unreadable = read_records(Path(out) / "records")
     cache: dict = {}  # data key -> (sets, labels) or why unreadable: the data is read once a study
     results = {r.run_id: rescore_record(r, Path(out) / "records", data_dir, cache) for r in records}
     by_id = {r.run_id: r for r in records}
@@ -134,18 +181,18 @@ def rescore(out: Path, data_dir: str | None = None) -> list[Rescored]:
         if res.status == "not re-scorable" or ref is None or not SUITES.get(r.suite).compares:
             continue
         ref_metrics = results[ref.run_id].metrics if results[ref.run_id].status == "exact" else ref.metrics
-        for key, value in SUITES.get(r.suite).compare(res.metrics, ref_metrics).items():
-            res.checked += 1
-            if not _same(r.metrics.get(key), value):
-                res.problems.append(f"{key}: recorded {r.metrics.get(key)}, recomputed {value}")
-                res.status = "mismatch"
-    return list(results.values())
+        res.checked += len(SUITES.get(r.suite).compare(res.metrics, ref_metrics))
+        if problems := compared(r, res.metrics, ref_metrics):
+            res.problems += problems
+            res.status = "mismatch"
+    return [Rescored(why.split(":", 1)[0], "unreadable", [why.split(": ", 1)[-1]]) for why in unreadable] + list(results.values())
 
 
 def summary(out: Path, results: list[Rescored]) -> str:
     lines = [f"{r.run_id}: {r.status}: {'; '.join(r.problems)}" for r in results if r.status != "exact"]
     lines += [f"{r.run_id}: gold labels {r.gold}" for r in results if r.status == "exact" and r.gold != "checked"]
-    n = {s: sum(r.status == s for r in results) for s in ("exact", "mismatch", "not re-scorable")}
+    n = {s: sum(r.status == s for r in results) for s in ("exact", "mismatch", "not re-scorable", "unreadable")}
     lines.append(f"{out}: {len(results)} records, {n['exact']} re-scored exactly ({sum(r.checked for r in results)} "
-                 f"metrics), {n['mismatch']} with mismatches, {n['not re-scorable']} not re-scorable")
+                 f"metrics), {n['mismatch']} with mismatches, {n['not re-scorable']} not re-scorable"
+                 + (f", {n['unreadable']} unreadable" if n["unreadable"] else ""))
     return "\n".join(lines)

@@ -19,6 +19,7 @@ import torch
 from bench import __version__
 from bench.api import Candidate, Context, Method, Need, Suite
 from bench.core import cache
+from bench.core.atomic import intact
 from bench.core.provenance import (
     Provenance,
     device_info,
@@ -92,7 +93,7 @@ class Runner:
     def candidate(self, spec: RunSpec) -> Candidate:
         """The cached candidate of ``spec``, or its method's build, cached."""
         art, lineage = self.artifact(spec)
-        if (art / "candidate.json").is_file():
+        if intact(art, self.log):
             return cache.load(art, lineage)
         method: Method = METHODS.get(spec.method)
         self.log(f"[bench] building {method.label(spec.params)} sparsity={spec.sparsity} seed={spec.seed} on {spec.task}")
@@ -186,6 +187,8 @@ class Runner:
                     device=device_info(ctx.device), wall_seconds=round(time.time() - t0, 2), memory=peak_memory(ctx.device),
                     backbone={"name": spec.backbone, "files": resolve(spec.backbone).fingerprint(),
                               "loaded_weights": getattr(cand.model.config, "bench_loaded_weights", None)},
+                    plugins={kind: dataclasses.asdict(registry.origin(name)) for kind, registry, name in
+                             (("method", METHODS, spec.method), ("suite", SUITES, spec.suite), ("task", TASKS, spec.task))},
                 )),
                 created=datetime.now(UTC).isoformat(timespec="seconds"),
                 degenerate=degenerate([r["gold"] for r in test], [r["pred"] for r in test]),

@@ -39,7 +39,6 @@ from bench.data.corpus import held_out_texts
 from bench.data.examples import Example, sha256_file, stratified_sample
 from bench.errors import BenchError
 from bench.metrics import accuracy
-from bench.model.predict import predict_logits, prediction_rows
 from bench.registry import SUITES, did_you_mean
 from suites.adversarial.recipes import RECIPE_NAMES, RECIPES, Sources, build
 
@@ -165,6 +164,7 @@ class Adversarial(Suite):
             check_available(p.mlm, data_dir, task_texts(task.train), held_out_texts(task))
 
     def evaluate(self, candidate: Candidate, ctx: Context) -> SuiteResult:
+        from bench.model.predict import predict_logits, prediction_rows
         from suites.adversarial.mlm import task_texts
         from suites.adversarial.resources import textattack
         from suites.adversarial.wrapper import make_wrapper

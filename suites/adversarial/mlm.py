@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from bench.core.atomic import atomic_dir, exclusive
+from bench.core.atomic import atomic_dir, exclusive, intact
 from bench.data.corpus import cache_dir, corpus
 from bench.data.examples import Example
 from bench.data.hub import hub_reachable
@@ -54,7 +54,7 @@ def masked_lm(user_path: str, data_dir: Path | None, task_texts: list[str], prog
         pass
     texts, described, digest, out = _fallback(data_dir, task_texts, exclude)
     with exclusive(out):  # two sweep workers attacking at once build it once
-        if not (out / "quality.json").is_file():
+        if not intact(out):
             build_minilm_mlm(texts, out, progress)
     quality = json.loads((out / "quality.json").read_text())
     model = AutoModelForMaskedLM.from_pretrained(out, local_files_only=True, use_safetensors=True)

@@ -22,6 +22,7 @@ def test_imp_run_writes_record_with_reference_and_provenance(runner, run_spec):
     assert prov["config"]["seed"] == 0 and prov["versions"]["torch"] and prov["device"]["type"] == "cpu"
     assert prov["memory"]["peak_rss_mb"] > 100  # the process's peak resident memory, MB
     assert any(s["sha256"] for s in prov["data"]["sources"])
+    assert prov["plugins"]["method"]["module"] == "methods.imp"
     records = sorted((runner.out / "records").glob("*.json"))
     assert len(records) == 2  # the run and its full-model reference
     preds = load_predictions(runner.out / "records", rec)
@@ -89,13 +90,106 @@ def test_cached_candidate_gives_the_same_logits(runner, run_spec):
     assert {k: v.sum() for k, v in loaded.masks.items()} == {k: v.sum() for k, v in built.masks.items()}
 
 
-def test_corrupt_cached_checkpoint_is_a_clear_error(runner, run_spec):
+def test_a_cached_checkpoint_damaged_in_place_is_built_again_and_never_evaluated(runner, run_spec, monkeypatch):
+    """Issue 68: 4 MB of embedding weights zeroed under a valid header loaded and was evaluated."""
+    import methods.finetune as ft
+
+    spec = run_spec("finetune")
+    cand = runner.candidate(spec)
+    task = runner.task_data(spec)
+    good = predict_logits(cand.model, cand.tokenizer, task.test, 64, torch_device(spec))
+    weights = runner.out / "artifacts" / cand.lineage["key"] / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 4: len(data) // 2] = bytes(len(data) // 2 - len(data) // 4)  # the header stays valid
+    weights.write_bytes(bytes(data))
+    builds, real = [], ft.Finetune.build
+    monkeypatch.setattr(ft.Finetune, "build", lambda self, *a: builds.append(1) or real(self, *a))
+    said = []
+    runner.log = said.append
+    again = runner.candidate(spec)
+    assert builds == [1] and any("model.safetensors does not match its checksum" in line for line in said)
+    assert np.allclose(predict_logits(again.model, again.tokenizer, task.test, 64, torch_device(spec)), good, atol=1e-5)
+    assert runner.candidate(spec) and builds == [1]  # the rebuilt copy is whole, and reused
+
+
+def test_a_cached_folder_says_what_changed_since_it_was_published(tmp_path):
+    from bench.core.atomic import atomic_dir, damage
+
+    art = tmp_path / "artifact"
+    with atomic_dir(art) as d:
+        (d / "a.bin").write_bytes(b"weights")
+        (d / "sub").mkdir()
+        (d / "sub" / "b.json").write_text("{}")
+    assert damage(art) is None
+    (art / "sub" / "b.json").write_text("{ }")
+    assert damage(art) == "sub/b.json does not match its checksum"
+    (art / "sub" / "b.json").write_text("{}")
+    (art / "extra").write_text("")
+    assert damage(art) == "extra was added after it was published"
+    (art / "extra").unlink()
+    (art / "a.bin").unlink()
+    assert damage(art) == "a.bin is missing"
+    (art / "SHA256SUMS").unlink()
+    assert "has no SHA256SUMS" in damage(art)
+
+
+def test_an_unreadable_checkpoint_whose_checksums_match_is_a_clear_error(runner, run_spec):
+    from bench.core import atomic
+
     spec = run_spec("finetune")
     cand = runner.candidate(spec)
     art = runner.out / "artifacts" / cand.lineage["key"]
     (art / "model.safetensors").write_bytes(b"not a safetensors file")
+    atomic._seal(art)  # as if it had been saved so (another library version's format)
     with pytest.raises(BenchError, match="unreadable.*delete that directory"):
         runner.candidate(spec)
+
+
+def test_a_changed_plugin_builds_a_new_candidate_and_records_name_their_plugins(runner, run_spec, monkeypatch):
+    """Issue 68: a plug-in edited and rerun with --force was served its stale cached model."""
+    import bench.registry
+    import methods.finetune as ft
+
+    spec = run_spec("finetune")
+    first = runner.run(spec)
+    plugins = first.provenance["plugins"]
+    assert plugins["method"]["package"] == "robust-compression-bench" and plugins["method"]["module"] == "methods.finetune"
+    assert plugins["suite"]["module"] == "suites.ood" and plugins["task"]["module"] == "bench.data.tasks.synthetic"
+    assert len(plugins["method"]["code"]) == 16 and plugins["method"]["version"]
+    builds, real = [], ft.Finetune.build
+    monkeypatch.setattr(ft.Finetune, "build", lambda self, *a: builds.append(1) or real(self, *a))
+    assert runner.run(spec, force=True) and builds == []  # same code: the cached model
+    monkeypatch.setattr(bench.registry, "code_hash", lambda module: "0" * 16)  # the plug-in's source edited
+    again = runner.run(spec, force=True)
+    assert builds == [1] and again.artifact["key"] != first.artifact["key"]
+
+
+def test_a_plugins_code_hash_covers_the_modules_of_its_package_it_uses(tmp_path, monkeypatch):
+    import importlib
+    import sys
+
+    from bench.registry import code_hash
+
+    pkg = tmp_path / "myplug"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "kit.py").write_text("def helper():\n    return 1\n")
+    (pkg / "other.py").write_text("X = 1\n")
+    (pkg / "method.py").write_text("from myplug.kit import helper\n\nclass M:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def fresh() -> str:
+        for name in [m for m in sys.modules if m == "myplug" or m.startswith("myplug.")]:
+            del sys.modules[name]
+        importlib.import_module("myplug.method")
+        importlib.import_module("myplug.other")
+        return code_hash.__wrapped__("myplug.method")
+
+    before = fresh()
+    (pkg / "other.py").write_text("X = 2\n")  # not used by the plug-in
+    assert fresh() == before
+    (pkg / "kit.py").write_text("def helper():\n    return 2\n")
+    assert fresh() != before
 
 
 def test_expand_makes_one_run_per_sparsity_and_seed():

@@ -74,7 +74,7 @@ def test_pairing_counts_only_the_examples_both_runs_hold():
     also when the two runs hold different, unordered examples, and within a gold-label filter."""
     import random
 
-    from leaderboard.build import _arrays, pair
+    from leaderboard.evidence import _arrays, pair
 
     def counts(uids, x, y):
         return len(uids), int((x & ~y).sum()), int((~x & y).sum())
@@ -170,7 +170,9 @@ def test_each_published_leaderboard_is_what_its_committed_records_build(markdown
     assert len(PUBLISHED) >= 4  # an empty glob would skip this test, not fail it
     assert any((markdown.parent / "records").glob("*.json")) or (markdown.parent / "studies.toml").is_file(), (
         f"{markdown} has no records beside it and no studies.toml naming the studies it is built from")
-    rebuilt = write_leaderboard(markdown.parent, tmp_path / "LEADERBOARD.md").read_text().splitlines()
+    path, left_out = write_leaderboard(markdown.parent, tmp_path / "LEADERBOARD.md")
+    assert left_out == []  # every committed record is what its predictions give
+    rebuilt = path.read_text().splitlines()
     published = markdown.read_text().splitlines()
     assert len(rebuilt) == len(published)
     assert [a for a, b in zip(rebuilt, published, strict=True) if a != b and not a.startswith("Generated from")] == []
@@ -413,7 +415,7 @@ def test_a_predictions_file_edited_after_a_first_table_is_still_refused(tmp_path
     import shutil
 
     from bench.cli import main
-    from leaderboard.build import PARSED
+    from leaderboard.evidence import PARSED
 
     study = Path(__file__).resolve().parents[2] / "results" / "quickstart"
     shutil.copytree(study / "records", tmp_path / "records")
@@ -600,3 +602,52 @@ def test_a_row_on_another_device_is_paired_with_the_references_run_there(tmp_pat
     assert "(ref, cuda)" in md
     lone = sections(cpu + [r for r in gpu if r.label == "imp (ce)"])[0]
     assert [t.candidate.name for t in lone.tests] == ["imp (ce)"]  # no CUDA twin: no test for the CUDA row
+
+
+def _quickstart_copy(tmp_path: Path) -> Path:
+    import shutil
+
+    study = Path(__file__).resolve().parents[2] / "results" / "quickstart"
+    shutil.copytree(study / "records", tmp_path / "records")
+    shutil.copytree(study / "predictions", tmp_path / "predictions")
+    return tmp_path
+
+
+@pytest.mark.parametrize("key", ["ood/hans_synth", "f_bias/hans", "one_class"])
+def test_a_hand_edited_number_is_left_out_listed_and_the_rest_is_written(tmp_path, capsys, key):
+    """Issue 68: `bench leaderboard` showed a metric edited by hand (only `rescore` caught it).
+    Now each record's metrics, F_bias and flags are recomputed from its kept rows first."""
+    import json
+
+    from bench.cli import main
+
+    out = _quickstart_copy(tmp_path)
+    path = next(p for p in sorted((out / "records").glob("*.json")) if json.loads(p.read_text())["method"] == "imp")
+    data = json.loads(path.read_text())
+    if key == "one_class":
+        data["one_class"] = {"hans_synth": "answers one class on 99 % of it"}
+    else:
+        data["metrics"][key] += 0.05
+    path.write_text(json.dumps(data))
+    assert main(["leaderboard", "--out", str(out), "--output", str(out / "t.md")]) == 2
+    err = capsys.readouterr().err
+    assert f"left out of the leaderboard: record {data['run_id']} is not what its predictions give: {key}" in err
+    assert "1 records left out" in err and "Traceback" not in err
+    table = (out / "t.md").read_text()
+    assert "| imp" in table and "Generated from 19 run records" in table  # the others are all there
+
+
+def test_an_unreadable_record_is_listed_and_the_others_are_still_tabled_and_rescored(tmp_path, capsys):
+    """Issue 68: one unreadable record stopped both `leaderboard` and `rescore`."""
+    from bench.cli import main
+
+    out = _quickstart_copy(tmp_path)
+    (out / "records" / "broken.json").write_text('{"run_id": "half a rec')
+    assert main(["leaderboard", "--out", str(out), "--output", str(out / "t.md")]) == 2
+    err = capsys.readouterr().err
+    assert "left out of the leaderboard:" in err and "broken.json: not a readable run record" in err
+    assert "Generated from 20 run records" in (out / "t.md").read_text()
+    assert main(["rescore", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert "broken.json" in captured.out and "unreadable" in captured.out
+    assert "20 re-scored exactly" in captured.out and "1 unreadable" in captured.out

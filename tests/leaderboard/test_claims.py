@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.core.records import load_checked_records, write_predictions
+from bench.core.records import write_predictions
 from bench.errors import BenchError
 from leaderboard.build import BOUNDS, sections
 from leaderboard.claims import (
@@ -23,6 +23,7 @@ from leaderboard.claims import (
     splice,
     study_table,
 )
+from leaderboard.evidence import checked_records
 from tests.leaderboard.test_build import _rec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -231,7 +232,7 @@ def test_committed_percentages_stay_in_bounds_and_no_ranked_cell_answers_one_cla
     folders = [markdown.parent] if (markdown.parent / "records").is_dir() else [
         (markdown.parent / s).resolve() for s in tomllib.loads((markdown.parent / "studies.toml").read_text())["studies"]]
     for folder in folders:
-        for sec in sections(load_checked_records(folder / "records")):
+        for sec in sections(checked_records(folder / "records")):
             by_label |= {c.label: BOUNDS.get(c.kind) for c in sec.columns}
     assert by_label
     for head, rows, primary in _tables(text):

@@ -1,0 +1,164 @@
+"""A record's evidence: its per-example predictions, read once, and whether its numbers are what
+they give.
+
+Every table is built from records that passed ``check``: the predictions file is there and
+matches the record's checksum, and the record's metrics, degenerate and one-class flags and
+F_bias are what its rows give (``bench.core.rescore.from_rows``, the suite's own formula,
+without the data or torch). A record that fails is left out of every table and listed, one line
+each; the caller exits non-zero once the rest is written. A record whose suite is not installed
+here is shown, listed as not verified. The same parse gives the per-example outcomes the paired
+tests compare (``outcomes_of``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from bench.core.records import Record, gc_paused, parse_predictions, read_predictions, read_records
+from bench.core.rescore import FromRows, compared, differences, from_rows
+from bench.errors import BenchError
+from bench.metrics import one_class
+
+
+@dataclass(frozen=True)
+class SetOutcomes:
+    """One record's outcomes on one set of examples, as arrays sorted by example id: pairing two
+    records is then one merge in numpy, not a dictionary of every example (the by-task table
+    pairs hundreds of records of 30,000 HANS examples). Example ids are compared as strings, as
+    every suite writes them."""
+
+    uids: np.ndarray  # example ids (str), sorted, unique
+    right: np.ndarray  # bool
+    gold: np.ndarray  # gold label (object: int or None)
+    one_class: str | None = None  # why the model answers one class on this set (bench.metrics.one_class)
+
+    def only(self, golds: tuple) -> SetOutcomes:
+        keep = np.isin(self.gold, list(golds))
+        return SetOutcomes(self.uids[keep], self.right[keep], self.gold[keep], self.one_class)
+
+
+def pair(mine: SetOutcomes, base: SetOutcomes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The examples both hold: their ids, and each one's outcome for the candidate and for the
+    reference."""
+    if np.array_equal(mine.uids, base.uids):  # the usual case: the same examples
+        return mine.uids, mine.right, base.right
+    uids, ia, ib = np.intersect1d(mine.uids, base.uids, assume_unique=True, return_indices=True)
+    return uids, mine.right[ia], base.right[ib]
+
+
+Outcomes = dict[str, SetOutcomes]  # set -> its outcomes
+
+
+PARSED: dict[str, Outcomes] = {}  # predictions checksum -> outcomes (the oldest dropped first)
+SCORED: dict[tuple, FromRows | str] = {}  # _scoring(record) -> what its rows give (bench.core.rescore)
+PARSED_MAX = 1024  # about 5 MB each for a 31,000-row HANS record
+
+
+def outcomes_of(rec: Record) -> Outcomes:
+    """A record's per-example outcomes by set ({} when its predictions were not kept, or it was
+    not read from a directory). The file is read and checked against the record's checksum on
+    every call, but parsed once per checksum: one run is in several tables (its study's, the
+    by-task one, a claims table), and parsing is most of the time of building them. Only what
+    the paired tests use is kept, and what the rows give for the record's numbers (``check``):
+    whole rows of a hundred HANS records would take gigabytes."""
+    if not (rec.where is not None and rec.predictions and (rec.where / rec.predictions).resolve().is_file()):
+        return {}
+    path, data = read_predictions(rec.where, rec)
+    if rec.predictions_sha256 not in PARSED or _scoring(rec) not in SCORED:
+        by_set: dict[str, dict[str, tuple]] = defaultdict(dict)  # a later row of one example replaces it
+        with gc_paused():
+            rows = parse_predictions(path, data)
+            for row in rows:
+                if (right := is_right(row)) is not None:
+                    by_set[row["set"]][str(row["uid"])] = (right, row.get("gold"), row.get("pred"), "result" in row)
+            SCORED[_scoring(rec)] = from_rows(rec, rows)
+        for cache in (PARSED, SCORED):
+            if len(cache) > PARSED_MAX:
+                cache.pop(next(iter(cache)))
+        PARSED[rec.predictions_sha256] = {name: _arrays(rows) for name, rows in by_set.items()}
+    return PARSED[rec.predictions_sha256]
+
+
+def _arrays(rows: dict[str, tuple]) -> SetOutcomes:
+    uids = np.array(list(rows), dtype=str)
+    order = np.argsort(uids, kind="stable")
+    right = np.fromiter((v[0] for v in rows.values()), bool, len(rows))
+    gold = np.array([v[1] for v in rows.values()] + [None], dtype=object)[:-1]  # the None keeps it 1-D
+    return SetOutcomes(uids[order], right[order], gold[order], _one_class(rows))
+
+
+def _one_class(rows: dict[str, tuple]) -> str | None:
+    """``bench.metrics.one_class`` of a set's clean rows (attack rows left out, as
+    ``bench.metrics.one_class_sets`` does for the record)."""
+    clean = [v for v in rows.values() if not v[3] and isinstance(v[1], int) and isinstance(v[2], int)]
+    return one_class([v[1] for v in clean], [v[2] for v in clean]) if clean else None
+
+
+def is_right(row: dict) -> bool | None:
+    """Whether a prediction row is right; None for an attack row without 'correct' (rows before
+    issue 25 have no 'correct' field; an attack row's outcome is not its label's)."""
+    right = row.get("correct", row["gold"] == row.get("pred") if "result" not in row else None)
+    return None if right is None else bool(right)
+
+
+def _scoring(rec: Record) -> tuple:
+    """What decides what a record's rows give: the rows, the suite, its details."""
+    return rec.predictions_sha256, rec.suite, json.dumps(rec.details, sort_keys=True, default=str)
+
+
+@dataclass
+class Checked:
+    """The records of some studies, sorted by ``check``."""
+
+    records: list[Record] = field(default_factory=list)  # shown: their numbers are what their rows give
+    rejected: list[str] = field(default_factory=list)  # one line each: left out of every table
+    unverified: list[str] = field(default_factory=list)  # one line each: shown, but not re-scorable here
+
+
+def check(records_dirs: list[Path]) -> Checked:
+    """Read the records of ``records_dirs`` and check each against its predictions (see the
+    module's docstring); F_bias is checked against the reference's recomputed metrics where the
+    reference is among them."""
+    out, scored = Checked(), {}
+    for folder in records_dirs:
+        records, unreadable = read_records(folder)
+        out.rejected += unreadable
+        for rec in records:
+            try:
+                read_predictions(rec.where, rec)  # there, and the run's: or one line saying why not
+                outcomes_of(rec)
+            except BenchError as e:
+                out.rejected.append(str(e))
+                continue
+            got = SCORED[_scoring(rec)]
+            if isinstance(got, str):
+                out.unverified.append(f"{rec.run_id}: {got}")
+            elif problems := differences(rec, got):
+                out.rejected.append(f"record {rec.run_id} is not what its predictions give: {'; '.join(problems[:3])}")
+                continue
+            scored[rec.run_id] = got
+            out.records.append(rec)
+    by_id = {r.run_id: r for r in out.records}
+    for rec in list(out.records):
+        ref = by_id.get(rec.reference or "")
+        mine, theirs = scored[rec.run_id], scored.get(getattr(ref, "run_id", ""))
+        if ref is None or ref is rec or isinstance(mine, str) or isinstance(theirs, str) or theirs is None:
+            continue
+        if problems := compared(rec, mine.metrics, theirs.metrics):
+            out.rejected.append(f"record {rec.run_id} is not what its predictions give: {'; '.join(problems[:3])}")
+            out.records.remove(rec)
+    return out
+
+
+def checked_records(records_dir: Path) -> list[Record]:
+    """The records of one study that ``check`` passes; any other is an error (a claims table or
+    a headline number reads all of a study or none)."""
+    found = check([records_dir])
+    if found.rejected:
+        raise BenchError(f"{len(found.rejected)} records fail their checks; first: {found.rejected[0]}")
+    return found.records
