@@ -123,7 +123,7 @@ class Method(ABC):
 
 
 def confreg_teacher(loss: str | None, reference: Need) -> list[Need]:
-    """Confidence regularisation distils from the full standard-CE model (DESIGN section 4)."""
+    """Confidence regularisation distils from the full standard-CE model (docs/design.md section 4)."""
     return [reference] if loss == "confreg" else []
 
 

@@ -49,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, nargs="+", default=[0])
     run.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="method parameter (see 'ls')")
     run.add_argument("--suite-param", action="append", default=[], metavar="KEY=VALUE", help="suite parameter (see 'ls')")
-    run.add_argument("--data-dir", help="directory with local data files (for example ../shared/data)")
+    run.add_argument("--data-dir", help="folder of the real data files (docs/data.md; default $BENCH_DATA, else ~/.local/share/robust-compression-bench/data)")
     run.add_argument("--out", default=DEFAULT_OUT, help="output directory for records, predictions, artifacts")
     run.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     run.add_argument("--precision", default="fp32", choices=["fp32", "bf16"], help="bf16 autocast or fp32")

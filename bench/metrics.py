@@ -1,4 +1,4 @@
-"""Metric formulas of DESIGN section 5, as plain functions of labels and predictions."""
+"""Metric formulas of docs/design.md section 5, as plain functions of labels and predictions."""
 
 from __future__ import annotations
 

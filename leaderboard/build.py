@@ -532,7 +532,7 @@ def build(records: list[Record], markdown: Path | None = None, references: list[
         "seeds: mean ± sample std; from 3 seeds, [the 95 % t-interval of the mean, intersected with the "
         "metric's range for percentages] (from 10, the 95 % BCa bootstrap interval); fewer than 3 seeds have no interval; where a "
         "percentage's seeds spread by more than 10 points (sd), each seed's value follows. Sparsity counts the encoder's Q, K, V, "
-        "attention-output and FFN matrices (DESIGN section 3); non-zero parameters count every parameter "
+        "attention-output and FFN matrices (docs/design.md section 3); non-zero parameters count every parameter "
         "less those zeros.",
         "",
     ]

@@ -1,4 +1,4 @@
-"""Distilled-model baselines (Du et al. 2023, section 3; DESIGN section 4): students of about
+"""Distilled-model baselines (Du et al. 2023, section 3; docs/design.md section 4): students of about
 half the backbone's depth, fine-tuned with the task recipe.
 
 - ``student=truncated``: the backbone's first ``layers`` layers (half by default), the
@@ -11,7 +11,7 @@ half the backbone's depth, fine-tuned with the task recipe.
   (the hidden-state loss of TinyBERT's general distillation; Jiao et al.
   2020), 1,500 steps of 48 sentences, built once per corpus and cached; the held-out cosine
   between student and teacher final states is recorded. With the embedded MiniLM-L6 these are
-  3-layer students of MiniLM-L6, labelled as such, not DistilBERT or MiniLM (DESIGN section 6).
+  3-layer students of MiniLM-L6, labelled as such, not DistilBERT or MiniLM (docs/design.md section 6).
 - ``student=DIR``: any local checkpoint (for example DistilBERT or MiniLM distilled from a
   bert-base teacher), fine-tuned the same way. It must not be deeper than the backbone.
 """
@@ -30,7 +30,8 @@ import torch
 
 from bench.api import Candidate, Context, Method
 from bench.core.atomic import atomic_dir, exclusive, intact
-from bench.data.corpus import cache_dir, corpus, held_out_texts
+from bench.data.corpus import corpus, held_out_texts
+from bench.data.places import cache_dir
 from bench.errors import BenchError
 from bench.model.arch import keep_layers, layers, truncate
 from bench.model.backbone import Backbone, _fingerprint, load_classifier, load_tokenizer
@@ -166,7 +167,7 @@ class Distilled(Method):
             quality = json.loads((out / "quality.json").read_text())
             info.update(student=f"{keep}-layer student distilled from {ctx.backbone.describe()} on {described} "
                                 f"({len(texts)} sentences)", distillation=quality,
-                        student_cache=f"students/{out.name}")  # in bench.data.corpus.cache_dir(), no local path
+                        student_cache=f"students/{out.name}")  # in bench.data.places.cache_dir(), no local path
         else:
             path = Path(p.student).expanduser()
             if not (path / "config.json").is_file():

@@ -1,4 +1,4 @@
-"""Full fine-tuning of the backbone with a standard or debiasing loss (DESIGN section 4).
+"""Full fine-tuning of the backbone with a standard or debiasing loss (docs/design.md section 4).
 
 With ``loss=ce`` this is the "full" model every F_bias is measured against.
 """

@@ -1,5 +1,5 @@
 """Attention-head pruning (Michel et al., "Are Sixteen Heads Really Better than One?", NeurIPS
-2019; Du et al. 2023, section 3; DESIGN section 4).
+2019; Du et al. 2023, section 3; docs/design.md section 4).
 
 On the fine-tuned full model, a gate xi_{l,h} = 1 multiplies every head's output; a head's
 importance is E|dL/dxi_{l,h}| over the training data (CE loss, |gradient| summed per batch,

@@ -1,8 +1,8 @@
 """Iterative magnitude pruning (IMP) and IMP-rewind, as SRNet's algorithm 1 (Liu et al. 2022,
-appendix A.1.1; DESIGN section 4).
+appendix A.1.1; docs/design.md section 4).
 
 IMP starts from the fine-tuned model (theta_0 = theta_ft; ``start=pretrained`` is one setting
-away) and trains it further with the chosen loss, really used while pruning (DESIGN section 7).
+away) and trains it further with the chosen loss, really used while pruning (docs/design.md section 7).
 At t = 0 and every Delta_t = 0.1 t_max it prunes 10 % of the original prunable weights of every
 matrix by magnitude, restarting the optimizer; once the target is reached it trains one more
 Delta_t and returns that model. So the subnetwork at sparsity s has trained s * t_max steps.

@@ -1,7 +1,7 @@
 """RMC: variance-smoothed distillation for robust compression, with its baselines.
 
 Du et al., "Robustness Challenges in Model Distillation and Pruning for Natural Language
-Understanding", EACL 2023, section 5 (DESIGN section 4); no public code exists.
+Understanding", EACL 2023, section 5 (docs/design.md section 4); no public code exists.
 
 Stage 1, sample difficulty: the models IMP prunes to five sparsities (cached ``imp`` artifacts,
 default 0.2, 0.4, 0.6, 0.7, 0.85) give every training example a loss each; v_i is the variance

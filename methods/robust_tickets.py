@@ -1,6 +1,6 @@
 """Robust Tickets: hard-concrete L0 masks searched with an adversarial loss, and FreeLB.
 
-Zheng et al., "Robust Lottery Tickets for Pre-trained Language Models", ACL 2022 (DESIGN
+Zheng et al., "Robust Lottery Tickets for Pre-trained Language Models", ACL 2022 (docs/design.md
 section 4). From the fine-tuned model, with every weight frozen, a hard-concrete gate per
 prunable weight (``bench.model.masking.HardConcreteMask``; log_alpha learned, beta = 2/3, gamma =
 -0.1, zeta = 1.1) is trained on
@@ -12,7 +12,7 @@ initialised with L2 norm ``adv_init_mag`` per example, raised by ``adv_steps`` a
 size ``adv_lr`` along the L2-normalised gradient (projected to ``adv_max_norm`` when > 0), the
 loss of every step averaged into the update. Only the gates are optimised and clipped: the
 frozen weights never get gradients (the published code accumulated un-zeroed weight gradients
-into the clipping; DESIGN section 7). ``lambda`` is constant after an optional linear warm-up
+into the clipping; docs/design.md section 7). ``lambda`` is constant after an optional linear warm-up
 counted in optimizer steps (the published ramp counted dictionary keys).
 
 log_alpha starts at ``init_log_alpha`` plus 0.01 |W| / max |W|, so that gates the search
@@ -136,7 +136,7 @@ class RobustTicketsParams(TrainParams, FreeLBParams):
     ALLOWED_LOSSES: ClassVar[tuple[str, ...]] = ("ce",)
 
     ticket: Literal["robust", "random", "imp"] = "robust"
-    scope: Literal["local", "global"] = "local"  # DESIGN section 3: per matrix by default
+    scope: Literal["local", "global"] = "local"  # docs/design.md section 3: per matrix by default
     lam: float = 0.5  # lambda of the L0 penalty, in [0.1, 1] in the paper
     lambda_warmup: float = 0.0  # fraction of search steps over which lambda rises linearly from 0
     search_epochs: float = 3.0
@@ -198,7 +198,7 @@ class RobustTickets(Method):
         weights, prunes a further 10 % of the original prunable weights by global magnitude, then
         rewinds the encoder to its pre-trained weights (the classifier keeps its training, the
         optimizer restarts), until the target. As every method here, the
-        pooler is not pruned (DESIGN section 3; Chen et al. prune it too)."""
+        pooler is not pruned (docs/design.md section 3; Chen et al. prune it too)."""
         tok = load_tokenizer(ctx.backbone)
         model = load_classifier(ctx.backbone, len(ctx.task.labels), ctx.seed)
         pretrained = pretrained_state(model)

@@ -1,7 +1,7 @@
 """SRNet: sparse and robust subnetworks by mask training with debiasing losses.
 
 Liu et al., "A Win-win Deal: Towards Sparse and Robust Pre-trained Language Models",
-NeurIPS 2022 (DESIGN section 4). The weights stay frozen; every prunable matrix gets a
+NeurIPS 2022 (docs/design.md section 4). The weights stay frozen; every prunable matrix gets a
 real-valued score per weight and the binary mask m = [score >= phi] with a straight-through
 gradient (``bench.model.masking.ScoreMask``). phi is reset at every evaluation so that each matrix
 meets its sparsity exactly. The mask is trained with any loss of the core (``ce``, ``poe``,
@@ -12,7 +12,7 @@ magnitude the score alpha * phi (alpha = 2, phi = 0.01) and the rest 0, so train
 from the one-shot magnitude mask; ``soft`` starts from scores = |W|. Sparsity schedule:
 ``fixed``, or ``gradual`` (section 5.2): the cubic s_t = s_f + (s_i - s_f)(1 - t/T)^3 from
 ``init_sparsity`` to the target, with checkpoints eligible only once the target is reached
-(the published code saved the mask at the initial sparsity; DESIGN section 7).
+(the published code saved the mask at the initial sparsity; docs/design.md section 7).
 
 Paradigms (figure 1 of the paper):
 

@@ -1,7 +1,7 @@
-"""The OOD suite (DESIGN section 5): ID test metric plus every OOD set of the task.
+"""The OOD suite (docs/design.md section 5): ID test metric plus every OOD set of the task.
 
-``--suite-param eval_file=PATH`` adds a user's own set (bench/data/evalfile.py), judged as the
-built-in ones and as its own pool. Parts: ``hans`` (MNLI and the synthetic NLI task; 3-way predictions collapsed to
+``--suite-param eval_file=PATH[,PATH...]`` adds a user's own sets (bench/data/evalfile.py), each
+judged as the built-in ones and as its own pool: its own column, in the same run. Parts: ``hans`` (MNLI and the synthetic NLI task; 3-way predictions collapsed to
 entailment / non-entailment, reported overall and per heuristic x gold label), ``paws``
 (PAWS-QQP and PAWS-Wiki, weighted F1 and accuracy) and ``fever_symm`` (Symm v1 and v2).
 F_bias (Du et al. 2023) pools the sets of one pool: FEVER pools Symm1+2, QQP pools PAWS.
@@ -27,7 +27,7 @@ from bench.registry import SUITES
 @dataclass
 class OODParams:
     pools: str = ""  # comma-separated F_bias pools to judge (hans, paws, fever_symm); "" = every OOD set
-    eval_file: Path | None = None  # a user's own set, judged beside them (JSONL, TSV or CSV; bench/data/evalfile.py)
+    eval_file: tuple[Path, ...] = ()  # a user's own sets, judged beside them (JSONL, TSV or CSV; bench/data/evalfile.py)
 
     def chosen(self) -> list[str]:
         return [p.strip() for p in self.pools.split(",") if p.strip()]
@@ -36,8 +36,11 @@ class OODParams:
 def _sets(task, p: OODParams | None):
     chosen = p.chosen() if p else []
     sets = [s for s in task.ood.values() if not chosen or s.pool in chosen]
-    if p and p.eval_file:
-        sets.append(eval_set(str(p.eval_file), task))
+    for path in p.eval_file if p else ():
+        sets.append(eval_set(str(path), task))
+    names = [s.name for s in sets]
+    if dup := next((n for n in names if names.count(n) > 1), None):
+        raise BenchError(f"suite 'ood': two evaluation sets are named '{dup}' (an eval_file's name is its file's stem); rename one")
     if not sets:
         have = sorted({s.pool for s in task.ood.values()})
         raise BenchError(f"suite 'ood' has no OOD set{' in pools ' + ','.join(chosen) if chosen else ''} for task "
@@ -53,10 +56,9 @@ class OOD(Suite):
     compares = True
 
     def fingerprint(self, data_dir: Path | None, params: OODParams | None = None) -> dict:
-        """A user's evaluation file by its checksum: the same path with other contents is another run."""
-        if params and params.eval_file and Path(params.eval_file).expanduser().is_file():
-            return {"eval_file": sha256_file(Path(params.eval_file).expanduser())}
-        return {}
+        """A user's evaluation files by their checksums: the same path with other contents is another run."""
+        files = [Path(f).expanduser() for f in (params.eval_file if params else ())]
+        return {"eval_file": [sha256_file(f) for f in files if f.is_file()]} if files else {}
 
     def check(self, params: OODParams | None, task, data_dir: Path | None) -> None:
         _sets(task, params)

@@ -11,11 +11,16 @@ import pytest
 import torch
 
 from bench.core import provenance
+from bench.data.places import data_home
+
+REAL_DATA = data_home()  # the real evaluation sets, where this machine has them ($BENCH_DATA)
 
 
 def pytest_configure(config):
     # the harness's cache (TextAttack's offline cache, built masked-LM heads) stays out of ~
     os.environ.setdefault("BENCH_CACHE", str(Path(tempfile.gettempdir()) / "bench-test-cache"))
+    # no run finds the real data by default: a test that uses it passes REAL_DATA as --data-dir
+    os.environ["BENCH_DATA"] = str(Path(tempfile.gettempdir()) / "bench-tests-pass-data-explicitly")
 
 
 GIT_STATE = provenance.git_state  # the real one, for the test of git_state itself

@@ -2,7 +2,10 @@
 
 All three walk the same plan with the standard library's ``graphlib.TopologicalSorter``: a job
 starts once everything it needs is done, a failed job's dependents are skipped (their
-failure names it), and every other job goes on. Each job is an ordinary ``Runner`` call, so
+failure names it), and every other job goes on. A worker process that dies (killed, out of
+memory) fails the one job it was running, named with the signal; the pool starts another
+worker and Ray schedules the rest, so the sweep finishes, writes its leaderboard and lists its
+failures, and a rerun does only what is missing. Each job is an ordinary ``Runner`` call, so
 its artifacts and record land under the sweep's output directory exactly as ``bench run``
 writes them: atomically, once, whichever worker finishes first (a candidate built twice by a
 race keeps the first copy; a record is one file named by its run id). With Ray the output
@@ -11,15 +14,17 @@ directory must be a path every node sees.
 
 from __future__ import annotations
 
-import concurrent.futures as cf
+import contextlib
 import dataclasses
 import graphlib
 import multiprocessing
 import os
+import signal
 import time
 import traceback
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
 from bench.errors import BenchError
@@ -172,29 +177,93 @@ def _exit_with_parent(parent: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
+def _serve(conn: Connection, parent: int) -> None:
+    """A pool worker: runs the jobs it is sent, one at a time, until told to stop. Ctrl-C is the
+    sweep's to handle (it stops the workers): a job is never cut short by it half-way through."""
+    import threading
+
+    from tqdm import tqdm
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _exit_with_parent(parent)
+    tqdm.set_lock(threading.RLock())  # not its default process-shared semaphore, which a killed worker leaks
+    with contextlib.suppress(EOFError, OSError):  # the sweep is gone
+        while (task := conn.recv()) is not None:
+            conn.send(execute(*task))
+
+
+@dataclass(eq=False)
+class _Worker:
+    process: multiprocessing.process.BaseProcess
+    conn: Connection
+
+
+def _died(process) -> str:
+    process.join(5)
+    code = process.exitcode
+    how = (f"killed by {signal.Signals(-code).name}" if code is not None and code < 0 and -code in signal.valid_signals()
+           else f"exit code {code}")
+    return f"its worker process died ({how}{', out of memory?' if code == -signal.SIGKILL else ''}); rerun the sweep to retry it"
+
+
 def _pool(ready, sorter, jobs, out, threads, workers, ray_address, progress, forced, log) -> Iterator[Outcome]:
+    """Worker processes of our own rather than ``concurrent.futures``: a process pool whose worker
+    dies is broken as a whole (every running job fails, nothing more can start), while here a
+    dead worker fails its own job only and is replaced."""
     ctx = multiprocessing.get_context("spawn")  # no forked torch state
-    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_exit_with_parent,
-                                initargs=(os.getpid(),)) as pool:
-        running: dict[cf.Future, Job] = {}
-        try:
-            while sorter.is_active():
-                queue = ready()
-                while queue and len(running) < workers:  # the rest wait: a finished job may free a better one
-                    job = queue.pop(0)
-                    running[pool.submit(execute, job, out, threads, False, job.id in forced)] = job
-                if not running:
-                    continue
-                finished, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
-                for fut in finished:
-                    job = running.pop(fut)
+    idle: list[_Worker] = []
+    busy: dict[_Worker, tuple[Job, float]] = {}
+
+    def start() -> _Worker:
+        mine, theirs = ctx.Pipe()
+        process = ctx.Process(target=_serve, args=(theirs, os.getpid()), daemon=True)
+        process.start()
+        theirs.close()
+        return _Worker(process, mine)
+
+    try:
+        while sorter.is_active():
+            queue = ready()
+            while queue and len(busy) < workers:  # the rest wait: a finished job may free a better one
+                job = queue.pop(0)
+                worker = idle.pop() if idle else start()
+                try:
+                    worker.conn.send((job, out, threads, False, job.id in forced))
+                except OSError:  # it died while idle: its successor takes the job
+                    worker.process.join(5)
+                    worker = start()
+                    worker.conn.send((job, out, threads, False, job.id in forced))
+                busy[worker] = (job, time.time())
+            if not busy:
+                continue
+            wait([w.conn for w in busy] + [w.process.sentinel for w in busy])
+            for worker in list(busy):
+                if worker.conn.poll():  # its answer first: a worker may end right after sending it
                     try:
-                        yield fut.result()
-                    except cf.process.BrokenProcessPool as e:
-                        raise BenchError(f"a worker process died while running '{job.label}' ({e})") from e
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+                        outcome = worker.conn.recv()
+                    except (EOFError, OSError):
+                        outcome = None
+                elif not worker.process.is_alive():
+                    outcome = None
+                else:
+                    continue
+                job, t0 = busy.pop(worker)
+                if outcome is None:
+                    worker.conn.close()
+                    outcome = Outcome(job.id, False, time.time() - t0, _died(worker.process))
+                else:
+                    idle.append(worker)
+                yield outcome
+    finally:
+        for worker in idle:
+            with contextlib.suppress(OSError):
+                worker.conn.send(None)
+        for worker in busy:  # interrupted: their jobs' finished files are whole, the rest is redone
+            worker.process.terminate()
+        for worker in [*idle, *busy]:
+            worker.process.join(10)
+            if worker.process.is_alive():
+                worker.process.kill()
 
 
 def _first_line(e: BaseException) -> str:

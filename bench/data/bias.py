@@ -1,4 +1,4 @@
-"""Bias-only models (DESIGN section 4; SRNet section 4.1.3 and appendix B.3.1, after Clark et al.
+"""Bias-only models (docs/design.md section 4; SRNet section 4.1.3 and appendix B.3.1, after Clark et al.
 2019): simple linear classifiers on hand-crafted features of static word vectors.
 
 Pair tasks use lexical-overlap features (McCoy et al. 2019; Clark et al. 2019): all hypothesis

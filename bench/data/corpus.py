@@ -1,20 +1,12 @@
-"""Unlabelled English text available offline, and the harness's cache directory, for what the
-harness builds itself from text (a masked-LM head for BERT-Attack, distilled students)."""
+"""Unlabelled English text available offline, for what the harness builds itself from text (a
+masked-LM head for BERT-Attack, distilled students)."""
 
 from __future__ import annotations
 
-import os
 import random
 from pathlib import Path
 
 MAX_SENTENCES = 40_000
-
-
-def cache_dir() -> Path:
-    """``$BENCH_CACHE`` or ``~/.cache/robust-compression-bench``."""
-    root = Path(os.environ.get("BENCH_CACHE") or Path.home() / ".cache" / "robust-compression-bench")
-    root.mkdir(parents=True, exist_ok=True)
-    return root
 
 
 def corpus(data_dir: Path | None, fallback: list[str], exclude: set[str] = frozenset()) -> tuple[list[str], str]:

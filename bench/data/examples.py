@@ -177,7 +177,7 @@ def verify_against_sums(path: Path, digest: str) -> None:
 def find_file(data_dir: Path | None, candidates: Iterable[str], what: str) -> Path:
     """The first existing file among candidates under data_dir, else one error listing them."""
     if data_dir is None:
-        raise MissingData(f"{what} needs local files: pass --data-dir DIR (for example ../shared/data)")
+        raise MissingData(f"{what} needs local files: put them in $BENCH_DATA or pass --data-dir DIR (docs/data.md)")
     if not data_dir.is_dir():
         raise BenchError(f"data directory {data_dir} does not exist")
     names = list(candidates)

@@ -16,7 +16,7 @@ from torch import nn
 
 from bench.errors import BenchError
 
-# The six prunable matrices of every layer (DESIGN section 3), in each architecture's names.
+# The six prunable matrices of every layer (docs/design.md section 3), in each architecture's names.
 PRUNABLE = re.compile(
     r"(encoder\.layer\.\d+\.(attention\.self\.(query|key|value)|attention\.output\.dense|intermediate\.dense|output\.dense)"
     r"|transformer\.layer\.\d+\.(attention\.(q_lin|k_lin|v_lin|out_lin)|ffn\.(lin1|lin2)))$"

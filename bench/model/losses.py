@@ -1,4 +1,4 @@
-"""Debiasing losses (DESIGN section 4). Each takes the main model's logits, gold labels and the
+"""Debiasing losses (docs/design.md section 4). Each takes the main model's logits, gold labels and the
 bias model's probabilities p_b for the batch; beta = p_b[gold] is the bias degree.
 
 - ``ce``: CE(p_m, y).

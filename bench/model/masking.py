@@ -1,6 +1,6 @@
 """Weight masks: which matrices are prunable, one mechanism to apply masks, and sparsity.
 
-DESIGN section 3: sparsity counts Q, K, V, attention-output, FFN-in and FFN-out of every layer
+docs/design.md section 3: sparsity counts Q, K, V, attention-output, FFN-in and FFN-out of every layer
 ("prunable" weights); classifier and pooler are reported separately; embeddings, biases and
 LayerNorm never count. Masks are applied as a weight parametrization (``W -> W * m``), which
 serves fixed binary masks (IMP) and learned masks (straight-through, hard-concrete) alike, and
@@ -28,7 +28,7 @@ def prunable_linears(model: nn.Module) -> dict[str, nn.Linear]:
 
 
 def check_sparsity(s: float) -> float:
-    """Sparsity's one meaning (DESIGN section 3): the fraction of prunable weights that are zero,
+    """Sparsity's one meaning (docs/design.md section 3): the fraction of prunable weights that are zero,
     a target in [0, 1). ``bench.spec.run.resolve`` checks every run's target with it once."""
     if not 0.0 <= s < 1.0:
         raise BenchError(f"sparsity must be in [0, 1), got {s}")
@@ -96,7 +96,7 @@ class HardConcreteMask(nn.Module):
     Zheng et al. 2022, eq. 3-5): u ~ U(0, 1), s = sigmoid((log u - log(1 - u) + log_alpha) /
     beta), z = clamp(s (zeta - gamma) + gamma, 0, 1). Training samples z; evaluation uses the
     drawn binary ticket (``ticket``), so the search is judged with the mask that will be kept
-    (the published code evaluated a soft mask during the search; DESIGN section 7)."""
+    (the published code evaluated a soft mask during the search; docs/design.md section 7)."""
 
     GAMMA, ZETA, BETA = -0.1, 1.1, 2.0 / 3.0
 
@@ -226,7 +226,7 @@ def top_masks(scores: dict[str, torch.Tensor], sparsity: float, scope: str = "lo
 
 @dataclass
 class SparsityReport:
-    """Achieved sparsity, with its denominator and per-matrix values (DESIGN section 3)."""
+    """Achieved sparsity, with its denominator and per-matrix values (docs/design.md section 3)."""
 
     sparsity: float  # zeros / prunable weights
     prunable: int  # the denominator

@@ -1,6 +1,6 @@
 """Turns a loss name into the training loss of a method: fits the bias-only model (and, for
 confidence regularisation, gets the standard fine-tuned teacher) so that every method that
-trains with a debiasing loss uses it the same way; IMP included (DESIGN section 7: the
+trains with a debiasing loss uses it the same way; IMP included (docs/design.md section 7: the
 published IMP trainer silently dropped the loss)."""
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ StepFn = Callable[[nn.Module, dict, torch.Tensor, torch.Tensor, int, int], torch
 
 @dataclass
 class TrainParams:
-    """Fine-tuning recipe (DESIGN section 4, SRNet's MNLI recipe scaled to CPU epochs)."""
+    """Fine-tuning recipe (docs/design.md section 4, SRNet's MNLI recipe scaled to CPU epochs)."""
 
     loss: str = "ce"
     epochs: float = 2.0

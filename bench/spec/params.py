@@ -32,6 +32,10 @@ def _is_path(typ: Any) -> bool:
     return typ is Path or (typing.get_origin(typ) in (typing.Union, types.UnionType) and Path in typing.get_args(typ))
 
 
+def _is_paths(typ: Any) -> bool:
+    return typing.get_origin(typ) is tuple and typing.get_args(typ) == (Path, ...)
+
+
 def readable_path(value: Any, key: str) -> Path:
     """A path parameter is checked when the run is resolved, before anything trains."""
     path = Path(str(value)).expanduser()
@@ -43,6 +47,9 @@ def readable_path(value: Any, key: str) -> Path:
 
 
 def convert(value: Any, typ: Any, key: str) -> Any:
+    if _is_paths(typ):  # one or several paths: key=a.jsonl,b.jsonl or a TOML list
+        items = value.split(",") if isinstance(value, str) else value if isinstance(value, list | tuple) else [value]
+        return tuple(readable_path(v.strip() if isinstance(v, str) else v, key) for v in items if v not in (None, ""))
     if _is_path(typ):
         return None if value in (None, "") else readable_path(value, key)
     if not isinstance(value, str):
@@ -82,6 +89,8 @@ def describe(cls: type) -> list[tuple[str, str, Any]]:
     def name(t: Any) -> str:
         if _is_path(t):
             return "path"
+        if _is_paths(t):
+            return "paths"
         if typing.get_origin(t) is typing.Literal:
             return "|".join(map(str, typing.get_args(t)))
         return getattr(t, "__name__", str(t))

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.data.places import default_data_dir
 from bench.errors import BenchError
 from bench.model.masking import check_sparsity
 from bench.registry import METHODS, SUITES, TASKS
@@ -142,7 +143,7 @@ def resolve(method: str, suite: str, *, task: str = "nli_synth", backbone: str =
     if check_backbone:  # a dry run may plan for a machine that has the backbone
         _check_backbone(backbone)
     return RunSpec(method=method, suite=suite, task=task, backbone=backbone, seed=int(seed), sparsity=sparsity,
-                   params=typed, suite_params=typed_suite, data_dir=data_dir or None, max_examples=max_examples,
+                   params=typed, suite_params=typed_suite, data_dir=data_dir or default_data_dir(), max_examples=max_examples,
                    device=device, precision=precision, compile=compile)
 
 

@@ -1,10 +1,10 @@
 """The adversarial suite: TextFooler, BERT-Attack and TextBugger through TextAttack, offline,
-resumable and fast (DESIGN section 5).
+resumable and fast (docs/design.md section 5).
 
 ``adversarial`` runs all three recipes, or those of ``--suite-param recipes=textfooler,...``.
 N test examples (``--suite-param n``; 100, or the whole test split when it is smaller) are drawn with a fixed seed, stratified by
 label, never the first N of a file (the published Robust Tickets code attacked one class
-only; DESIGN section 7); their ids go into the record. Metrics per recipe, with TextAttack's
+only; docs/design.md section 7); their ids go into the record. Metrics per recipe, with TextAttack's
 conventions: Clean% = correct before the attack / N; Aua% = still correct after it / N; Suc% =
 successful / (successful + failed), skipping examples already wrong; #Query = mean model
 queries per attacked (non-skipped) example.
@@ -101,7 +101,7 @@ def load_rows(path: Path, header: dict) -> list[dict]:
 
 
 def summarize(rows: list[dict]) -> dict[str, float]:
-    """Clean%, Aua%, Suc% and #Query of one recipe's per-example rows (DESIGN section 5)."""
+    """Clean%, Aua%, Suc% and #Query of one recipe's per-example rows (docs/design.md section 5)."""
     n = len(rows)
     status = [r["result"] for r in rows]
     succ, fail, skip = status.count("successful"), status.count("failed"), status.count("skipped")

@@ -21,9 +21,10 @@ from pathlib import Path
 import torch
 
 from bench.core.atomic import atomic_dir, exclusive, intact
-from bench.data.corpus import cache_dir, corpus
+from bench.data.corpus import corpus
 from bench.data.examples import Example
 from bench.data.hub import hub_reachable
+from bench.data.places import cache_dir
 from bench.errors import BenchError
 from suites.adversarial.resources import Resource
 

@@ -12,7 +12,7 @@ number (they change between TextAttack versions).
   against the original, greedy search by [UNK] importance; not BAE.
 - TextBugger (Li et al. 2019): character insertion (space), deletion, neighbour swap,
   homoglyphs, and 5 embedding neighbours; USE >= 0.8; greedy search by deletion importance.
-  TextAttack 0.3.11's wheel lacks ``shared/intentional_homoglyphs.txt``, which only the
+  TextAttack 0.3.11's wheel lacks its ``intentional_homoglyphs.txt`` list, which only the
   differential-evolution search reads; the homoglyph swap is built without it.
 
 For pair tasks only the hypothesis (second sentence) is perturbed: every recipe gets

@@ -31,8 +31,8 @@ from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from bench.data.corpus import cache_dir
 from bench.data.hub import hub_reachable
+from bench.data.places import cache_dir
 from bench.errors import BenchError
 
 TA_VERSION = "0.3.11"

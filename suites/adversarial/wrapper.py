@@ -1,7 +1,7 @@
 """The harness's TextAttack model wrapper: what TextAttack's HuggingFaceModelWrapper does, fast.
 
 TextAttack's wrapper pads every query to the tokenizer's ``model_max_length`` (512 for BERT)
-and never calls ``model.eval()`` (DESIGN section 7). This one evaluates in eval mode, pads
+and never calls ``model.eval()`` (docs/design.md section 7). This one evaluates in eval mode, pads
 each batch only to its longest query (queries sorted by length), truncates at the task's
 ``max_length`` as training and the OOD suite do, runs under optional bf16 autocast on the
 run's device, and keeps an LRU cache of logits for repeated queries (TextAttack's own cache

@@ -158,3 +158,21 @@ def test_a_backbone_whose_weight_names_do_not_match_stops_instead_of_training_ra
     assert good.config.bench_loaded_weights == again.config.bench_loaded_weights
     with pytest.raises(BenchError, match="refusing to train from random weights"):
         load_classifier(resolve(str(moved)), 3, seed=0)
+
+
+def test_a_leaderboard_that_cannot_be_written_does_not_hide_the_failed_jobs(capsys, tmp_path, monkeypatch):
+    """Issue 68: a failed leaderboard write hid the 'N of M jobs failed' line."""
+    import bench.cli
+    from bench.core.executors import Outcome
+
+    (tmp_path / "records").mkdir()
+    monkeypatch.setattr(bench.cli, "execute", lambda runs, out, **kw: [
+        Outcome("a", True, 1.0, "run-a", "evaluate a"), Outcome("b", False, 1.0, "it broke", "build b")])
+
+    def refuse(out, output=None):
+        raise BenchError("run x is in a and b with different results: keep one")
+
+    monkeypatch.setattr(bench.cli, "write_leaderboard", refuse)
+    assert main(["sweep", "sweeps/smoke.toml", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "no leaderboard: run x is in a and b" in err and "1 of 2 jobs failed; first: build b: it broke" in err

@@ -162,3 +162,18 @@ def test_qqp_s_ood_information_is_both_paws_training_sets(tmp_path):
     (tmp_path / "paws" / "wiki_train.tsv").write_text(rows(5, "w"))
     examples, source = paws_train_loader(tmp_path)()
     assert len(examples) == 8 and len(source.sha256) == 2
+
+
+def test_a_run_reads_the_data_folder_when_no_data_dir_is_given(tmp_path, monkeypatch):
+    """docs/data.md: --data-dir, else $BENCH_DATA, else the per-user data folder, when it exists."""
+    from bench.data.places import data_home
+    from bench.spec.run import resolve
+
+    monkeypatch.setenv("BENCH_DATA", str(tmp_path / "data"))
+    assert resolve("finetune", "ood", check_backbone=False).data_dir is None  # not there: not used
+    (tmp_path / "data").mkdir()
+    assert resolve("finetune", "ood", check_backbone=False).data_dir == str(tmp_path / "data")
+    assert resolve("finetune", "ood", check_backbone=False, data_dir=str(tmp_path)).data_dir == str(tmp_path)
+    monkeypatch.delenv("BENCH_DATA")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert data_home() == tmp_path / "xdg" / "robust-compression-bench" / "data"

@@ -1,6 +1,7 @@
 """Executors: the same records whichever runs the plan; interrupted sweeps resume; two
 workers finishing the same job leave one record."""
 
+import contextlib
 import json
 import multiprocessing
 import os
@@ -209,3 +210,118 @@ def test_an_exception_without_a_message_still_gives_a_one_line_reason():
 
     assert _first_line(ConnectionError()) == "ConnectionError"
     assert _first_line(RuntimeError("first\nsecond")) == "first"
+
+
+def _tiny_sweep(tmp_path: Path, tiny_bert: Path, method: str, seeds: list[int]) -> Path:
+    """A sweep of ``method`` on the OOD suite with jobs of a fraction of a second each."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text(textwrap.dedent(f"""
+        [defaults]
+        backbone = "{tiny_bert}"
+        max_examples = 12
+        params = {{ epochs = 1, batch_size = 8 }}
+        [[group]]
+        method = "{method}"
+        suite = "ood"
+        seed = {seeds}
+    """))
+    return spec
+
+
+DOOMED = '''
+import os
+import signal
+
+import torch.nn.functional as F
+
+from bench.plugin import LossMethod
+from bench.registry import METHODS
+
+
+@METHODS.register("doomed")
+class Doomed(LossMethod):
+    """Cross-entropy, but the process building seed 1 is killed as the kernel kills one out of memory."""
+
+    def loss(self, logits, y):
+        return F.cross_entropy(logits, y)
+
+    def build(self, ctx, p):
+        if ctx.seed == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().build(ctx, p)
+'''
+
+
+@pytest.mark.parametrize("executor", ["pool", "ray"])
+def test_a_worker_killed_mid_sweep_fails_its_own_job_only(executor, tmp_path, tiny_bert):
+    """Issue 68: one pool worker killed aborted the whole sweep (the other running job killed, no
+    leaderboard, no summary). Now its job fails, named with the signal; the others finish."""
+    if executor == "ray":
+        pytest.importorskip("ray")
+    plug = tmp_path / "plug"
+    plug.mkdir()
+    (plug / "bench_doomed.py").write_text(DOOMED)
+    dist = plug / "bench_doomed-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: bench-doomed\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[bench.methods]\ndoomed = bench_doomed\n")
+    spec = _tiny_sweep(tmp_path, tiny_bert, "doomed", [0, 1, 2])
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plug), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-m", "bench", "sweep", str(spec), "--out", str(out), "--executor", executor,
+                           "--workers", "2", "--cpus-per-job", "1"], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    failed = [line for line in proc.stderr.splitlines() if "FAILED" in line]
+    assert len(failed) == 2, failed  # the build of seed 1, and the evaluation that needed it
+    assert "build doomed" in failed[0] and "seed 1" in failed[0]
+    assert ("killed by SIGKILL" if executor == "pool" else "WorkerCrashedError") in failed[0]
+    assert "skipped: needs" in failed[1]
+    records = [json.loads(p.read_text()) for p in (out / "records").glob("*.json")]
+    assert sorted((r["method"], r["seed"]) for r in records) == [
+        ("doomed", 0), ("doomed", 2), ("finetune", 0), ("finetune", 1), ("finetune", 2)]
+    assert (out / "LEADERBOARD.md").is_file() and "2 of 12 jobs failed" in proc.stderr
+
+
+def _sweep_pids(executor: str, sweep: int) -> list[int]:
+    """The processes that run jobs: the pool's workers, or Ray's workers while they run one."""
+    if executor == "pool":
+        found = subprocess.run(["pgrep", "-P", str(sweep), "-f", "spawn_main"], capture_output=True, text=True)
+    else:
+        found = subprocess.run(["pgrep", "-f", "^ray::execute"], capture_output=True, text=True)
+    return [int(p) for p in found.stdout.split()]
+
+
+@pytest.mark.parametrize("executor", ["pool", "ray"])
+def test_workers_killed_at_random_lose_no_finished_record_and_a_rerun_does_only_the_rest(executor, tmp_path, tiny_bert):
+    """Issue 68, measured: 120 tiny jobs, workers killed at random while they run."""
+    import random
+
+    if executor == "ray":
+        pytest.importorskip("ray")
+    spec = _tiny_sweep(tmp_path, tiny_bert, "finetune", list(range(60)))
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "bench", "sweep", str(spec), "--out", str(out), "--executor", executor,
+            "--workers", "2", "--cpus-per-job", "1"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    rng, kills = random.Random(0), 0
+    deadline = time.time() + 300
+    while proc.poll() is None and kills < 4 and time.time() < deadline:
+        time.sleep(rng.uniform(1.0, 3.0))
+        if pids := _sweep_pids(executor, proc.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(rng.choice(pids), signal.SIGKILL)
+                kills += 1
+    err = proc.communicate(timeout=600)[1]
+    lines = [line for line in err.splitlines() if re.match(r"\[sweep\] \d+/120 ", line)]
+    assert len(lines) == 120, err[-3000:]  # every job has an outcome: the sweep went on to the end
+    died = [line for line in lines if "died" in line or "WorkerCrashedError" in line]
+    assert kills == 4 and died, err[-3000:]
+    assert proc.returncode == 2 and "jobs failed" in err and (out / "LEADERBOARD.md").is_file()
+    done = {p.name: p.stat().st_mtime_ns for p in (out / "records").glob("*.json")}
+    assert len(done) >= sum(" done" in line and "evaluate" in line for line in lines)  # each finished job's record
+    rerun = subprocess.run([*argv[:7], "--cpus-per-job", "1"], capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == sweep_exit(out), rerun.stderr[-3000:]
+    todo = int(rerun.stderr.splitlines()[0].split(", ")[1].split()[0])  # "[sweep] SPEC: 120 jobs, K to run, ..."
+    assert 1 <= todo <= 120 - sum(" done" in line for line in lines)
+    after = {p.name: p.stat().st_mtime_ns for p in (out / "records").glob("*.json")}
+    assert len(after) == 60 and all(after[k] == v for k, v in done.items())  # the first run's records untouched

@@ -10,6 +10,7 @@ import pytest
 from bench.cli import main
 from bench.core.records import load_record
 from bench.core.rescore import rescore
+from tests.conftest import REAL_DATA
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -81,7 +82,7 @@ def test_an_edited_metric_an_edited_prediction_or_a_wrong_gold_label_is_a_mismat
 
 @pytest.mark.parametrize("study", sorted(str(p.parent.relative_to(ROOT / "results")) for p in (ROOT / "results").rglob("records") if p.is_dir()))
 def test_every_committed_study_rescores_without_a_mismatch(study):
-    results = rescore(ROOT / "results" / study, str(ROOT.parent / "shared" / "data"))
+    results = rescore(ROOT / "results" / study, str(REAL_DATA))
     assert [r.problems for r in results if r.status == "mismatch"] == []
 
 

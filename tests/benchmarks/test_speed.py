@@ -12,6 +12,7 @@ from bench.model.backbone import load_classifier, load_tokenizer, resolve
 from bench.model.masking import apply_masks, magnitude_masks
 from bench.model.predict import autocast, collate, encode, predict_logits
 from bench.registry import TASKS
+from tests.conftest import REAL_DATA
 
 N = 64
 
@@ -120,7 +121,7 @@ def test_srnet_mask_training_step(benchmark, setup):
 
 
 # --- the adversarial suite's model wrapper ------------------------------------------------------
-SHARED = __import__("pathlib").Path(__file__).resolve().parents[2].parent / "shared" / "data"
+SHARED = REAL_DATA
 
 
 def _attack_all(wrapper, examples):

@@ -1,8 +1,7 @@
 """A few end-to-end checks on the real embedded MiniLM backbone (and the real data when
-../shared/data is beside the project). Small caps keep each to well under a minute."""
+$BENCH_DATA holds it). Small caps keep each to well under a minute."""
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -10,16 +9,17 @@ from bench.cli import main
 from bench.core.records import load_predictions, load_record
 from bench.model.backbone import load_classifier, resolve
 from bench.model.masking import sparsity_report
+from tests.conftest import REAL_DATA
 
 pytestmark = pytest.mark.integration
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+SHARED = REAL_DATA
 
 
 def test_embedded_backbone_loads_offline_with_the_documented_size(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     model = load_classifier(resolve("minilm"), 3, seed=0)
     rep = sparsity_report(model)
-    assert rep.prunable == 10_616_832  # DESIGN section 2: the 36 encoder Linear layers
+    assert rep.prunable == 10_616_832  # docs/design.md section 2: the 36 encoder Linear layers
     assert 22_000_000 < rep.total_params < 23_000_000
     assert rep.sparsity == 0.0
 
@@ -34,7 +34,7 @@ def test_quickstart_shape_on_a_slice(tmp_path, capsys):
     assert rec["sparsity"]["prunable"] == 10_616_832 and rec["sparsity"]["sparsity"] == pytest.approx(0.5, abs=1e-6)
 
 
-@pytest.mark.skipif(not (SHARED / "mnli" / "dev_matched.tsv").is_file(), reason="needs ../shared/data")
+@pytest.mark.skipif(not (SHARED / "mnli" / "dev_matched.tsv").is_file(), reason="needs the real data ($BENCH_DATA, bench data)")
 def test_real_mnli_split_with_hans_cells(tmp_path):
     out = tmp_path / "runs"
     assert main(["run", "--method", "imp", "--suite", "ood", "--task", "mnli", "--data-dir", str(SHARED),

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import REAL_DATA
+
 ROOT = Path(__file__).resolve().parents[2]
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
-SHARED = ROOT.parent / "shared" / "data"
+SHARED = REAL_DATA
 
 
 def hub_cache(root: Path, repo_id: str, model_dir: Path) -> Path:
@@ -77,7 +79,7 @@ def _pairs(a: str, b: str, n: int, k: int) -> dict[str, list]:
             "label": [i % k for i in range(n)]}
 
 
-@pytest.mark.skipif(not (SHARED / "hans").is_dir(), reason="needs ../shared/data for the OOD sets")
+@pytest.mark.skipif(not (SHARED / "hans").is_dir(), reason="needs the real OOD sets ($BENCH_DATA, bench data)")
 def test_the_hub_dataset_loaders_read_a_datasets_cache_offline(tmp_path):
     """MNLI (full), QQP, IMDB and FEVER from the hub code path (no --data-dir), labels mapped by name."""
     cache = tmp_path / "datasets"
@@ -89,7 +91,7 @@ def test_the_hub_dataset_loaders_read_a_datasets_cache_offline(tmp_path):
                    "label": [i % 2 for i in range(60)]} for s in ("train", "test")}, ["neg", "pos"])
     datasets_cache(cache, "pietrolesci/nli_fever", None, {s: _pairs("premise", "hypothesis", 60, 3) for s in ("train", "dev")},
                    ["SUPPORTS", "REFUTES", "NOT ENOUGH INFO"])
-    data = tmp_path / "data"  # the OOD test sets (never on the hub here) from the shared data, no ID files
+    data = tmp_path / "data"  # the OOD test sets (never on the hub here) from the real data, no ID files
     data.mkdir()
     for d in ("hans", "paws", "fever_symmetric"):
         (data / d).symlink_to(SHARED / d)

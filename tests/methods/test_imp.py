@@ -59,7 +59,7 @@ def test_imp_starts_from_the_fine_tuned_model_and_prunes_on_schedule(runner, run
 
 
 def test_imp_really_trains_with_the_debiasing_loss(runner, run_spec, monkeypatch):
-    """DESIGN section 7: SRNet's IMP trainer never passed the debiasing loss."""
+    """docs/design.md section 7: SRNet's IMP trainer never passed the debiasing loss."""
     calls = []
     real = losses.poe
     monkeypatch.setattr(losses, "poe", lambda *a: calls.append(1) or real(*a))

@@ -50,7 +50,7 @@ def test_gradual_schedule_resets_follow_the_cubic_and_end_at_the_target(runner, 
     targets = [r["target"] for r in resets]
     assert targets == sorted(targets) and targets[-1] == 0.9 and targets[0] < 0.9
     assert all(r["off_by"] == 0 for r in resets)  # exact, up to rounding target * numel
-    # the published code saved the mask at the initial sparsity (DESIGN section 7)
+    # the published code saved the mask at the initial sparsity (docs/design.md section 7)
     assert cand.sparsity.sparsity == pytest.approx(0.9, abs=1e-3)
     reached = [r["step"] for r in resets if r["target"] == 0.9]
     assert reached and min(reached) <= 0.7 * cand.info["train_steps"] + 2  # ramp: 0.7 of mask training

@@ -10,8 +10,9 @@ from bench.data.examples import Example
 from bench.errors import BenchError
 from bench.spec.run import grid, resolve
 from suites.adversarial import AttackParams, load_rows, summarize
+from tests.conftest import REAL_DATA
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+SHARED = REAL_DATA
 DATA = str(SHARED) if (SHARED / "wordsub").is_dir() else None  # else the GloVe fallback
 FT = {"epochs": 4, "batch_size": 16, "lr": 1e-3}
 

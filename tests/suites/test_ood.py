@@ -194,3 +194,38 @@ def test_a_parameter_given_twice_is_refused_not_the_last_one_kept():
 
     with pytest.raises(BenchError, match="parameter 'eval_file' given twice"):
         split_assignments(["eval_file=a.jsonl", "eval_file=b.jsonl"])
+
+
+def test_several_evaluation_files_are_one_run_with_a_column_each(tmp_path, tiny_bert):
+    """Issue 68, item 9: several eval files in one run, each its own column, one row per candidate;
+    as a comma list on the command line or a TOML list in a sweep spec."""
+    import json
+
+    from bench.cli import main
+    from bench.core.records import load_records
+    from bench.spec.run import resolve
+
+    lines = [{"premise": f"the cat {i} sat", "hypothesis": "the cat sat", "label": ["entailment", "neutral"][i % 2]}
+             for i in range(10)]
+    a = _write_eval(tmp_path, "set_a.jsonl", "".join(json.dumps(x) + "\n" for x in lines))
+    b = _write_eval(tmp_path, "set_b.jsonl", "".join(json.dumps(x) + "\n" for x in lines[:6]))
+    out = tmp_path / "out"
+    assert main(["run", "--method", "finetune", "--suite", "ood", "--backbone", str(tiny_bert), "--max-examples", "40",
+                 "--param", "epochs=1", "--param", "batch_size=8", "--suite-param", f"eval_file={a},{b}",
+                 "--out", str(out), "--quiet"]) == 0
+    (rec,) = [r for r in load_records(out / "records") if r.method == "finetune"]
+    assert rec.details["sizes"]["set_a"] == 10 and rec.details["sizes"]["set_b"] == 6
+    assert {"ood/set_a", "ood/set_b", "f_bias/set_a", "f_bias/set_b"} <= set(rec.metrics)
+    table = (out / "LEADERBOARD.md").read_text().splitlines()
+    header = next(ln for ln in table if ln.startswith("| rank"))
+    assert "| set_a " in header and "| set_b " in header
+    assert sum(ln.startswith("| ") and "finetune (ce)" in ln for ln in table[table.index(header):]) >= 1
+    listed = resolve("finetune", "ood", backbone=str(tiny_bert), suite_params={"eval_file": [str(a), str(b)]})
+    assert listed.suite_params.eval_file == (a, b)  # a sweep spec's TOML list
+    (tmp_path / "x").mkdir()
+    twin = _write_eval(tmp_path / "x", "set_a.jsonl", a.read_text())
+    from bench.registry import SUITES, TASKS
+    from suites.ood import OODParams
+
+    with pytest.raises(BenchError, match="two evaluation sets are named 'set_a'"):
+        SUITES.get("ood").check(OODParams(eval_file=(a, twin)), TASKS.get("nli_synth").load(None), None)

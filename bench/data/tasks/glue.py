@@ -1,6 +1,6 @@
 """MNLI (OOD: HANS) and QQP (OOD: PAWS-QQP, PAWS-Wiki), from local files or the hub.
 
-Local formats: those of ``../shared/data`` (see its README) and the official distributions
+Local formats: the layout of docs/data.md and the official distributions
 (GLUE TSVs, MultiNLI jsonl, HANS ``heuristics_evaluation_set.txt``, PAWS ``final/*.tsv``).
 """
 
@@ -30,7 +30,7 @@ NLI_LABELS = ("entailment", "neutral", "contradiction")
 NLI_MAP = {name: i for i, name in enumerate(NLI_LABELS)}
 PREMISE, HYPOTHESIS, GOLD = ("premise", "sentence1"), ("hypothesis", "sentence2"), ("gold_label", "label")
 
-# The split of MNLI dev-matched used when no MNLI training set is available (DESIGN section 6).
+# The split of MNLI dev-matched used when no MNLI training set is available (docs/design.md section 6).
 MNLI_SPLIT_SEED = 13
 MNLI_SPLIT_SIZES = (500, 1000)  # dev, test; the remaining 8,315 train
 
@@ -194,7 +194,7 @@ def paws_train_loader(data_dir: Path | None):
 
     def read() -> tuple[list[Example], DataSource]:
         paths = [find_file(data_dir, PAWS_FILES[k], f"PAWS-{k.removeprefix('train_')} training set (OOD information; "
-                           "not in ../shared/data)") for k in ("train_qqp", "train_wiki")]
+                           "not in the layout of docs/data.md)") for k in ("train_qqp", "train_wiki")]
         examples = [e for path in paths for e in read_paws(path)]
         return examples, local_source(paths, f"PAWS-QQP + PAWS-Wiki training sets ({len(examples)} pairs)")
 

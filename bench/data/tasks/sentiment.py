@@ -1,7 +1,7 @@
 """Single-sentence classification tasks for the adversarial suite: SST-2, AG News, IMDB and an
 embedded synthetic sentiment task.
 
-Local files follow ``../shared/data`` (see its README): SST-2 ``sst2/{train,dev,test}.tsv``
+Local files follow docs/data.md: SST-2 ``sst2/{train,dev,test}.tsv``
 (header ``sentence  label``; ``test.tsv`` is GLUE dev, the usual attack set since GLUE test
 labels are hidden) and AG News ``agnews/test.tsv`` (no header: description, class name). Only
 the AG News *test* set is available offline, so ``agnews`` splits it with a fixed seed into
@@ -43,7 +43,7 @@ def _single(rows, path, text, label, label_map, uid=None) -> list[Example]:
 @TASKS.register("sst2")
 class SST2(Task):
     name = "sst2"
-    description = "SST-2 (local ../shared/data/sst2: train 60,614 / dev 6,735 / test = GLUE dev 872); cap with --max-examples"
+    description = "SST-2 (local sst2/ of the data folder: train 60,614 / dev 6,735 / test = GLUE dev 872); cap with --max-examples"
     sizes = {"train": 60_614, "dev": 6_735, "test": 872}
 
     def load(self, data_dir: Path | None) -> TaskData:
@@ -56,7 +56,7 @@ class SST2(Task):
 
 def read_agnews(path: Path) -> list[Example]:
     """AG News as distributed (csv: class index 1-4, title, description) or as in
-    ../shared/data (tsv without header: description, class name)."""
+    in the layout of docs/data.md (tsv without header: description, class name)."""
     try:
         with open(path, encoding="utf-8", newline="") as f:
             if path.suffix == ".csv":

@@ -1,6 +1,6 @@
 """Embedded synthetic NLI task with a planted lexical-overlap shortcut and a HANS-like OOD set.
 
-Why it looks like this (DESIGN section 6): the shortcut must be imperfect so that a debiasing
+Why it looks like this (docs/design.md section 6): the shortcut must be imperfect so that a debiasing
 loss leaves the main model signal to learn from. In training, a hypothesis whose words all
 occur in the premise is entailed ``P_ENTAIL_GIVEN_OVERLAP`` (80 %) of the time; the rest are the
 three HANS counter-example types (lexical-overlap swap, subsequence, constituent), each present
