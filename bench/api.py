@@ -1,4 +1,5 @@
-"""The two plug-in contracts: a Method makes a Candidate; a Suite judges any Candidate.
+"""The plug-in contracts: a Method makes a Candidate; a Suite judges any Candidate; a Command is
+a ``bench`` subcommand that another package brings (the leaderboard's).
 
 Neither side imports the other: both meet only here and in the runner, which finds them
 through the registry. What a plug-in needs to read a task (``Example``, ``TaskData``) is
@@ -15,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from bench.core.records import Column
 from bench.data.examples import EvalSet, Example, TaskData
 from bench.model.backbone import Backbone
+from bench.store.records import Column
 
 if TYPE_CHECKING:
     import torch
@@ -25,8 +26,8 @@ if TYPE_CHECKING:
 
     from bench.model.masking import SparsityReport
 
-__all__ = ["Candidate", "Column", "Context", "EvalSet", "Example", "Method", "Need", "Suite", "SuiteResult", "TaskData",
-           "confreg_teacher"]
+__all__ = ["Candidate", "Column", "Command", "Context", "EvalSet", "Example", "Method", "Need", "Suite", "SuiteResult",
+           "TaskData", "confreg_teacher"]
 
 
 @dataclass
@@ -176,3 +177,19 @@ class Suite(ABC):
         """Model forward passes (in examples) one evaluation makes, given the task's split
         sizes (``test``, ``ood/<set>``): for sweep estimates only."""
         return float(sum(n for k, n in sizes.items() if k == "test" or k.startswith("ood/")))
+
+
+class Command(ABC):
+    """A ``bench`` subcommand registered through the ``bench.commands`` entry points, so that the
+    harness's command line offers what packages above it do (the leaderboard, claims tables)
+    without importing them. ``run`` returns the exit code; a ``BenchError`` is one line, exit 2."""
+
+    name: ClassVar[str]
+    help: ClassVar[str]
+
+    def arguments(self, parser) -> None:
+        """Add this command's options to its ``argparse`` parser (none by default)."""
+        return None
+
+    @abstractmethod
+    def run(self, args) -> int: ...

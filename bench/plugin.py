@@ -36,7 +36,7 @@ from bench.model.backbone import load_classifier, load_tokenizer
 from bench.model.losses import ce
 from bench.model.masking import apply_masks, prunable_linears, top_masks
 from bench.model.predict import predict_logits, prediction_rows
-from bench.model.train import TrainParams, train
+from bench.train.loop import TrainParams, train
 
 
 def finetuned(recipe: dict, loss: str = "ce", checkpoint_step: int = 0) -> Need:

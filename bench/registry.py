@@ -2,7 +2,7 @@
 
 One mechanism for built-ins and third-party plug-ins alike (as in lm-evaluation-harness):
 every plug-in module is named by an entry point (groups ``bench.methods``, ``bench.suites``,
-``bench.tasks``) and registers its objects with the decorators below when imported. An entry
+``bench.tasks``, ``bench.commands``) and registers its objects with the decorators below when imported. An entry
 point may also name an object directly; it is then registered under the entry point's name.
 
 ``origin(name)`` says where a plug-in's code comes from (package, version and a hash of its
@@ -148,7 +148,7 @@ def plugin_of(error: BaseException) -> str | None:
     """Which plug-in raised ``error``: the innermost frame of its traceback in a plug-in's module
     (by the entry points of every registry), named with its package; None if no plug-in's code is
     in it (then it is the harness's own bug)."""
-    owners = {m: who for r in (METHODS, SUITES, TASKS) for m, who in r._modules.items()}
+    owners = {m: who for r in (METHODS, SUITES, TASKS, COMMANDS) for m, who in r._modules.items()}
     tb, found = error.__traceback__, None
     while tb is not None:
         module = tb.tb_frame.f_globals.get("__name__", "")
@@ -161,3 +161,4 @@ def plugin_of(error: BaseException) -> str | None:
 METHODS: Registry = Registry("method", "bench.methods")
 SUITES: Registry = Registry("suite", "bench.suites")
 TASKS: Registry = Registry("task", "bench.tasks")
+COMMANDS: Registry = Registry("command", "bench.commands")

@@ -26,307 +26,27 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from collections import Counter
 from datetime import UTC, datetime
-from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from bench.core.records import Column, Record, Reference
-from leaderboard.evidence import outcomes_of, pair
+from bench.store.records import Column, Record, Reference
+from leaderboard.pairing import device
 from leaderboard.plot import heatmap, plot
-from leaderboard.stats import ALPHA, MIN_SEEDS_FOR_INTERVAL, Crossed, crossed, fmt, holm, mcnemar
-
-SHOWN_IN_LABEL = ("loss", "rewind", "paradigm", "retrain_loss", "ticket")  # already part of the method's label
-SCALE = {"percent": (100.0, 1), "points": (100.0, 1), "ratio": (1.0, 2), "number": (1.0, 1)}
-SHARE, DIFFERENCE = (0.0, 1.0), (-1.0, 1.0)
-BOUNDS = {"percent": SHARE, "points": DIFFERENCE}  # the range a column's interval must stay in
-REFERENCE_LABEL = "finetune (ce)"
-
-
-def nonzero(r: Record) -> int:
-    """Non-zero parameters counted alike for every method: all parameters less the zeros of the
-    prunable matrices (a method that also masks the pooler or classifier, as SRNet's released
-    code does, reports that as head sparsity, not as fewer parameters)."""
-    return r.sparsity["total_params"] - r.sparsity["zeros"]
-
-
-def _suite_setting(r: Record) -> str:
-    parts = [f"{k}={v}" for k, v in sorted(r.provenance.get("config", {}).get("suite_params", {}).items())]
-    tag = r.details.get("resources_tag")
-    return ", ".join(parts + ([tag] if tag and tag != "official" else []))
-
-
-def _variant(r: Record, suite_varies: bool) -> tuple[str, ...]:
-    """What distinguishes runs of one label that must not be averaged as seeds: non-default
-    parameters, the example cap, precision and device (and the suite's settings where one
-    table holds several)."""
-    conf = r.provenance.get("config", {})
-    parts = [f"{k}={v}" for k, v in sorted(conf.get("params", {}).items()) if k not in SHOWN_IN_LABEL]
-    if conf.get("max_examples"):
-        parts.append(f"max_examples={conf['max_examples']}")
-    parts += [v for v in (conf.get("precision"), conf.get("device")) if v and v not in ("fp32", "cpu")]
-    parts += ["compiled"] if conf.get("compile") else []
-    if suite_varies and _suite_setting(r):
-        parts.append(f"{r.suite}: {_suite_setting(r)}")
-    return tuple(parts)
-
-
-@dataclass
-class Candidate:
-    """One leaderboard row: the records of one method, parameters and sparsity, every suite and seed."""
-
-    label: str
-    target: float | None
-    settings: tuple[str, ...]  # what ``_variant`` found, one setting each
-    records: list[Record] = field(default_factory=list)
-
-    @property
-    def variant(self) -> str:
-        return ", ".join(self.settings)
-
-    @property
-    def name(self) -> str:
-        return f"{self.label} [{self.variant}]" if self.variant else self.label
-
-    @property
-    def seeds(self) -> list[int]:
-        return sorted({r.seed for r in self.records})
-
-    def record(self, seed: int, key: str) -> Record | None:
-        """The record of ``seed`` holding metric ``key`` (the first suite's, by name)."""
-        return next((r for r in sorted(self.records, key=lambda r: r.suite) if r.seed == seed and key in r.metrics), None)
-
-    def values(self, key: str) -> list[float | None]:
-        return [rec.metrics[key] for s in self.seeds if (rec := self.record(s, key)) is not None]
-
-    @property
-    def degenerate(self) -> list[int]:
-        return sorted({r.seed for r in self.records if r.degenerate})
-
-    def one_class(self, key: str, rows: tuple[str, ...], seeds: list[int] | None = None) -> list[int]:
-        """The seeds (of ``seeds``, default all) whose record of metric ``key`` answers one class
-        on more than 95 % of one of the balanced sets ``rows`` (``bench.metrics.one_class``, from
-        the kept predictions)."""
-        return [s for s in (self.seeds if seeds is None else seeds) if (rec := self.record(s, key)) is not None
-                and any(o.one_class for name, o in outcomes_of(rec).items() if name in rows)]
-
-
-@dataclass
-class Test:
-    """A candidate against the reference on one column: over the seeds both have, paired by
-    seed, with the examples' sampling variance included (``leaderboard.stats.crossed``); with one
-    seed only the exact McNemar test of the two fixed models."""
-
-    candidate: Candidate
-    column: Column
-    reference: Candidate  # the section's reference, or its twin on the candidate's device
-    pairing: Pairing
-    seed_deltas: list[float] = field(default_factory=list)  # the column's per-seed differences
-    result: Crossed | None = None  # None below 2 seeds
-    p_holm: float = math.nan  # NaN: outside the Holm family (fewer than 3 paired seeds)
-
-    @property
-    def delta(self) -> float:
-        return float(np.mean(self.seed_deltas)) if self.seed_deltas else self.pairing.delta
-
-    @property
-    def significant(self) -> bool:
-        """From at least 3 paired seeds, Holm p < 0.05: a difference that neither the variation
-        between training runs nor the sample of examples explains."""
-        return len(self.seed_deltas) >= MIN_SEEDS_FOR_INTERVAL and self.p_holm < ALPHA
-
-
-@dataclass
-class Section:
-    task: str
-    backbone: str
-    records: list[Record]
-    candidates: list[Candidate]
-    columns: list[Column]
-    reference: Candidate | None
-    references: list[Reference] = field(default_factory=list)
-    no_reference: str = ""  # why there is none, where candidates tie for it
-
-    @property
-    def primary(self) -> Column | None:
-        return next((c for c in self.columns if c.primary and c.table == "main"), None)
-
-    @cached_property
-    def tests(self) -> list[Test]:
-        """The paired tests against the reference, made when a table first shows them: they read
-        every candidate's per-example predictions, which a caller that only looks candidates up
-        (a claims table, the README's headline) does not need."""
-        return _tests(self.candidates, self.columns, self.reference)
-
-
-def _columns(records: list[Record]) -> list[Column]:
-    """Every declared column once (the first declaration wins), suites with more records
-    first; then whatever no record declares, as "other metrics"."""
-    by_suite: dict[str, list[Record]] = defaultdict(list)
-    for r in records:
-        by_suite[r.suite].append(r)
-    declared: dict[str, Column] = {}
-    for suite in sorted(by_suite, key=lambda s: (-len(by_suite[s]), s)):
-        for r in by_suite[suite]:
-            for d in r.columns:
-                declared.setdefault(d["key"], Column.from_dict(d))
-    other = sorted({k for r in records for k in r.metrics} - set(declared))
-    cols = list(declared.values()) + [Column(k, k, "number", None, "other metrics") for k in other]
-    return sorted(cols, key=lambda c: (c.table != "main", c.order))
-
-
-def _candidates(records: list[Record]) -> list[Candidate]:
-    settings: dict[str, set[str]] = defaultdict(set)
-    for r in records:
-        settings[r.suite].add(_suite_setting(r))
-    groups: dict[tuple, Candidate] = {}
-    for r in records:
-        target = r.sparsity.get("target")
-        key = (target is not None, r.label, target or 0.0, _variant(r, len(settings[r.suite]) > 1))
-        groups.setdefault(key, Candidate(r.label, target, key[3])).records.append(r)
-    return [groups[k] for k in sorted(groups)]
-
-
-def _reference(candidates: list[Candidate], records: list[Record]) -> tuple[Candidate | None, str]:
-    """The candidate the records name as their reference most often; else (an attack study names
-    no reference, and its runs may all share a setting such as a cap) the dense ``finetune (ce)``.
-    Either way the fewest settings win a tie; a tie that remains gives no reference (and says
-    why) rather than one settled by sort order."""
-    links = [r.reference for r in records if r.reference]
-    score = {id(c): sum(link in {r.run_id for r in c.records} for link in links) for c in candidates}
-    pool = [c for c in candidates if score[id(c)]] or [c for c in candidates if c.label == REFERENCE_LABEL and c.target is None]
-    if not pool:
-        return None, ""
-    rank = {id(c): (-score[id(c)], len(c.settings)) for c in pool}
-    best = min(rank.values())
-    tied = [c for c in pool if rank[id(c)] == best]
-    if len(tied) > 1:
-        return None, f"none: {' and '.join(c.name for c in tied)} tie as the reference, so no paired tests"
-    return tied[0], ""
-
-
-def device(c: Candidate) -> str:
-    return c.records[0].provenance.get("config", {}).get("device") or "cpu"  # a part of the variant
-
-
-def twin(ref: Candidate, cand: Candidate, candidates: list[Candidate]) -> Candidate | None:
-    """The reference a candidate is paired with: the section's, or where the candidate ran on
-    another device, the reference's own run there (the same label and settings). A seed on a
-    GPU is not the same training run as on the CPU (TF32, other batch order), so a difference
-    across devices would not be the method's alone; without a twin there is no test."""
-    if device(cand) == device(ref):
-        return ref
-    plain = [s for s in ref.settings if s != device(ref)]
-    same = [c for c in candidates if (c.label, c.target) == (ref.label, ref.target) and device(c) == device(cand)
-            and [s for s in c.settings if s != device(c)] == plain]
-    return same[0] if len(same) == 1 else None
-
-
-def _tests(candidates: list[Candidate], columns: list[Column], ref: Candidate | None) -> list[Test]:
-    if ref is None:
-        return []
-    tests = []
-    for col in (c for c in columns if c.rows and c.table == "main"):
-        for cand in candidates:
-            mate = twin(ref, cand, candidates)
-            if mate is None or cand is mate or cand.degenerate:
-                continue
-            pairing = paired(cand, mate, col.key, col.rows, cand.seeds)
-            if pairing.n:
-                deltas = [mine_v - ref_v for s in pairing.seeds  # the seeds behind the pairs
-                          if (mine_v := metric_value(cand, s, col.key)) is not None
-                          and (ref_v := metric_value(mate, s, col.key)) is not None]
-                tests.append(Test(cand, col, mate, pairing, deltas, crossed(deltas, pairing.example_deltas)))
-    family = [t for t in tests if len(t.seed_deltas) >= MIN_SEEDS_FOR_INTERVAL]  # only tests that can mark a row
-    for t, adjusted in zip(family, holm([t.result.p for t in family]), strict=True):
-        t.p_holm = adjusted
-    return tests
-
-
-@dataclass(frozen=True)
-class Pairing:
-    """Two candidates' outcomes on the same examples, seed by seed: how many pairs, the two
-    discordant counts over every seed (the McNemar test of two fixed models, where there is one
-    seed), the seeds that gave pairs, and each example's difference in correctness (candidate
-    minus reference) averaged over those seeds: the example level of ``stats.crossed``."""
-
-    n: int
-    b: int
-    c: int
-    seeds: list[int]
-    example_deltas: np.ndarray
-
-    @property
-    def delta(self) -> float:
-        return (self.b - self.c) / self.n if self.n else 0.0
-
-
-def paired(cand: Candidate, ref: Candidate, key: str, rows: tuple[str, ...], seeds,
-           golds: tuple = (), ratio: float = 1.0) -> Pairing:
-    """Every seed's examples of ``rows`` that both candidates' records of ``key`` hold (those
-    with gold label in ``golds``, if given); each example's difference is the candidate's
-    outcome less ``ratio`` times the reference's."""
-    per_seed: list[tuple[np.ndarray, np.ndarray]] = []  # (set-qualified ids, candidate minus reference)
-    with_pairs = []
-    n = b = c = 0
-    for s in sorted(seeds):
-        mine, base = cand.record(s, key), ref.record(s, key)
-        if mine is None or base is None:
-            continue
-        mine, base = outcomes_of(mine), outcomes_of(base)
-        ids, diffs = [], []
-        for name in dict.fromkeys(rows):  # a set named twice is still one set
-            if name in mine and name in base:
-                a, r = (mine[name].only(golds), base[name].only(golds)) if golds else (mine[name], base[name])
-                uids, x, y = pair(a, r)
-                n, b, c = n + len(uids), b + int(np.count_nonzero(x & ~y)), c + int(np.count_nonzero(~x & y))
-                ids.append(np.char.add(f"{name}\x00", uids) if len(rows) > 1 else uids)
-                diffs.append(x.astype(np.int8) - y.astype(np.int8) if ratio == 1 else x - ratio * y)
-        if ids and sum(map(len, ids)):
-            with_pairs.append(s)
-            per_seed.append((np.concatenate(ids), np.concatenate(diffs)))
-    return Pairing(n, b, c, with_pairs, _by_example(per_seed))
-
-
-def _by_example(per_seed: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-    """Each example's difference averaged over the seeds that paired it."""
-    if not per_seed:
-        return np.zeros(0)
-    first = per_seed[0][0]
-    if all(np.array_equal(ids, first) for ids, _ in per_seed):  # the usual case: every seed on the same examples
-        return np.mean([d for _, d in per_seed], axis=0)
-    ids = np.concatenate([i for i, _ in per_seed])
-    diffs = np.concatenate([d for _, d in per_seed]).astype(float)
-    _, inverse = np.unique(ids, return_inverse=True)
-    return np.bincount(inverse, weights=diffs) / np.bincount(inverse)
-
-
-def metric_value(c: Candidate, seed: int, key: str) -> float | None:
-    """The metric of ``seed``'s record, None when missing or not finite."""
-    rec = c.record(seed, key)
-    v = rec.metrics.get(key) if rec else None
-    return float(v) if isinstance(v, int | float) and math.isfinite(v) else None
-
-
-def sections(records: list[Record], references: list[Reference] = ()) -> list[Section]:
-    by_table: dict[tuple, list[Record]] = defaultdict(list)
-    for r in records:
-        by_table[(r.task, r.backbone)].append(r)
-    refs: dict[tuple, list[Reference]] = defaultdict(list)
-    for ref in references:
-        refs[(ref.task, ref.backbone)].append(ref)
-    out = []
-    for key in sorted(set(by_table) | set(refs)):
-        rs = by_table.get(key, [])
-        cands = _candidates(rs)
-        columns = _columns(rs)
-        reference, why = _reference(cands, rs)
-        out.append(Section(key[0], key[1], rs, cands, columns, reference, refs.get(key, []), why))
-    return out
+from leaderboard.sections import (
+    BOUNDS,
+    SCALE,
+    SHARE,
+    Candidate,
+    Section,
+    nonzero,
+    sections,
+    suite_setting,
+)
+from leaderboard.stats import MIN_SEEDS_FOR_INTERVAL, fmt, mcnemar
 
 
 def _target(c: Candidate, full: int) -> str:
@@ -474,7 +194,7 @@ def _header(sec: Section) -> list[str]:
         sizes.setdefault(r.suite, r.details.get("sizes", {}))
     versions = sorted({f"transformers {r.provenance['versions'].get('transformers')}, torch {r.provenance['versions'].get('torch')}"
                        + (f", textattack {r.details['textattack']}" if r.details.get("textattack") else "") for r in rs})
-    settings = sorted({f"{r.suite}: {_suite_setting(r)}" for r in rs if _suite_setting(r)})
+    settings = sorted({f"{r.suite}: {suite_setting(r)}" for r in rs if suite_setting(r)})
     lines = [f"- backbone: `{sec.backbone}`; data: {'; '.join(sorted(notes)) or '; '.join(sorted(kinds))}",
              "- evaluated examples: " + "; ".join(f"suite `{s}`: " + ", ".join(f"{k} {v}" for k, v in z.items())
                                                    for s, z in sorted(sizes.items())),

@@ -13,16 +13,24 @@ tests compare (``outcomes_of``).
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from bench.core.records import Record, gc_paused, parse_predictions, read_predictions, read_records
 from bench.core.rescore import FromRows, compared, differences, from_rows
 from bench.errors import BenchError
 from bench.metrics import one_class
+from bench.store.records import (
+    Record,
+    gc_paused,
+    load_predictions,
+    parse_predictions,
+    read_predictions,
+    read_records,
+)
 
 
 @dataclass(frozen=True)
@@ -101,7 +109,7 @@ def _one_class(rows: dict[str, tuple]) -> str | None:
 
 def is_right(row: dict) -> bool | None:
     """Whether a prediction row is right; None for an attack row without 'correct' (rows before
-    issue 25 have no 'correct' field; an attack row's outcome is not its label's)."""
+    per-example outcomes were kept have no 'correct' field; an attack row's outcome is not its label's)."""
     right = row.get("correct", row["gold"] == row.get("pred") if "result" not in row else None)
     return None if right is None else bool(right)
 
@@ -162,3 +170,36 @@ def checked_records(records_dir: Path) -> list[Record]:
     if found.rejected:
         raise BenchError(f"{len(found.rejected)} records fail their checks; first: {found.rejected[0]}")
     return found.records
+
+
+TIMED = "eff/"  # metrics measured on the machine (size, speed), not computed from the predictions
+# an attack row's wall time and adversarial text: other thread counts change them (float ties
+# pick another of two equally good word swaps) while its outcome, queries and metrics stay
+ROW_FREE = ("seconds", "perturbed")
+PROB_NOISE = 1e-3  # class probabilities of one run on other thread counts differ in the 4th decimal
+
+
+def _agree(a, b, tol: float) -> bool:
+    if isinstance(a, float) or isinstance(b, float):  # a record writes NaN as null
+        if a is None or b is None or math.isnan(a) or math.isnan(b):
+            return (a is None or math.isnan(a)) and (b is None or math.isnan(b))
+        return math.isclose(a, b, rel_tol=0.0, abs_tol=tol)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_agree(a[k], b[k], tol) for k in a if k not in ROW_FREE)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_agree(x, y, tol) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+def same_results(a: Record, b: Record) -> bool:
+    """Whether two records of one run id report the same results: every metric but the timed
+    ones equal, and every per-example row equal but for float noise in its probabilities and the
+    fields of ``ROW_FREE`` (the same run on 1 and on 2 CPU threads sums in another order). A run id is a
+    hash of the whole configuration, so two studies may hold the same run, made on two machines
+    or days; metrics are compared exactly, since one example is 1e-3 of a 1,000-example set."""
+    untimed = [{k: v for k, v in r.metrics.items() if not k.startswith(TIMED)} for r in (a, b)]
+    if not _agree(*untimed, tol=1e-9):
+        return False
+    if a.predictions_sha256 == b.predictions_sha256:
+        return True
+    return _agree(load_predictions(a.where, a), load_predictions(b.where, b), tol=PROB_NOISE)

@@ -1,4 +1,4 @@
-"""The README's generated tables: ``python -m leaderboard.headline``.
+"""The README's generated tables: ``bench headline``.
 
 The headline is the main table of ``results/quickstart`` (README command 1's comparison on the
 embedded default), without timing columns, whose values vary from machine to machine. The
@@ -11,15 +11,16 @@ copies differ from what the records give, so no verdict or count is typed by han
 from __future__ import annotations
 
 import re
-import sys
 from collections import Counter
 from pathlib import Path
 
-from bench.core.atomic import write_atomic
 from bench.errors import BenchError
-from leaderboard.build import main_table, sections
-from leaderboard.claims import load_claims, measure
+from bench.store.atomic import write_atomic
+from leaderboard.build import main_table
+from leaderboard.claims import measure
+from leaderboard.claims_file import load_claims
 from leaderboard.evidence import checked_records
+from leaderboard.sections import sections
 
 START, END = "<!-- headline:start -->", "<!-- headline:end -->"
 STUDIES_START, STUDIES_END = "<!-- studies:start -->", "<!-- studies:end -->"
@@ -66,7 +67,7 @@ def render_studies(results: Path) -> str:
 def splice(readme: str, text: str, start: str = START, end: str = END) -> str:
     pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
     if not pattern.search(readme):
-        raise SystemExit(f"README.md has no {start} ... {end} block")
+        raise BenchError(f"README.md has no {start} ... {end} block")
     return pattern.sub(lambda m: f"{start}\n{text}\n{end}", readme)
 
 
@@ -76,20 +77,8 @@ def generate(readme: str, results: Path) -> str:
     return splice(readme, render_studies(results), STUDIES_START, STUDIES_END)
 
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def main(root: Path = ROOT) -> int:
+def write_readme(root: Path) -> Path:
+    """Rewrite the generated blocks of ``root``'s README from its results (``bench headline``)."""
     readme = root / "README.md"
-    try:
-        text = generate(readme.read_text(), root / "results")
-    except BenchError as e:
-        print(f"headline: error: {e}", file=sys.stderr)
-        return 2
-    write_atomic(readme, text)
-    print(f"headline written to {readme}", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    write_atomic(readme, generate(readme.read_text(), root / "results"))
+    return readme

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.core.atomic import save_atomic
-from bench.core.records import Record
+from bench.store.atomic import save_atomic
+from bench.store.records import Record
 
 Row = tuple[str, float | None, list[Record]]  # (leaderboard row label, target sparsity, its records)
 Panel = tuple[str, str, float]  # (title, metric key, scale)

@@ -29,15 +29,15 @@ from typing import ClassVar
 import torch
 
 from bench.api import Candidate, Context, Method
-from bench.core.atomic import atomic_dir, exclusive, intact
 from bench.data.corpus import corpus, held_out_texts
 from bench.data.places import cache_dir
 from bench.errors import BenchError
 from bench.model.arch import keep_layers, layers, truncate
 from bench.model.backbone import Backbone, _fingerprint, load_classifier, load_tokenizer
 from bench.model.losses import ce
-from bench.model.train import TrainParams, train
 from bench.registry import METHODS
+from bench.store.atomic import atomic_dir, exclusive, intact
+from bench.train.loop import TrainParams, train
 
 DISTILL_STEPS = 1500
 DISTILL_BATCH = 48

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from bench.api import Candidate, Context, Method
 from bench.errors import BenchError
 from bench.model.backbone import load_classifier, load_tokenizer
-from bench.model.objectives import make_loss
-from bench.model.train import TrainParams, train
 from bench.registry import METHODS
+from bench.train.loop import TrainParams, train
+from bench.train.objectives import make_loss
 
 
 @dataclass

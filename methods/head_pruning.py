@@ -28,8 +28,8 @@ from bench.model.backbone import load_tokenizer
 from bench.model.heads import HeadGates, heads_to_prune, remove_heads
 from bench.model.losses import ce
 from bench.model.predict import autocast, collate, encode
-from bench.model.train import TrainParams, train
 from bench.registry import METHODS
+from bench.train.loop import TrainParams, train
 from methods.kit import finetuned
 
 

@@ -25,9 +25,9 @@ from bench.errors import BenchError
 from bench.model.backbone import load_classifier, load_tokenizer
 from bench.model.losses import LOSSES
 from bench.model.masking import apply_masks, magnitude_masks
-from bench.model.objectives import make_loss
-from bench.model.train import TrainParams, total_steps, train
 from bench.registry import METHODS
+from bench.train.loop import TrainParams, total_steps, train
+from bench.train.objectives import make_loss
 from methods.kit import PRUNE_EVERY, finetuned, pretrained_state, prune_schedule, rewind_weights
 
 

@@ -45,8 +45,8 @@ from bench.model.arch import truncate
 from bench.model.backbone import load_classifier, load_tokenizer
 from bench.model.masking import check_sparsity
 from bench.model.predict import predict_logits
-from bench.model.train import TrainParams, train
 from bench.registry import METHODS
+from bench.train.loop import TrainParams, train
 from methods.kit import IMPHook, finetuned
 
 TASK_ALPHA = {"mnli": 0.5, "mnli_full": 0.5, "nli_synth": 0.5, "fever": 0.3, "qqp": 0.2}
@@ -139,7 +139,8 @@ class RMCParams(TrainParams):
 @METHODS.register("rmc")
 class RMC(Method):
     name = "rmc"
-    description = "RMC (Du et al. 2023): variance-smoothed distillation into a pruned / truncated student; objective=vanilla|distil|smooth|focal|jtt baselines"
+    description = ("RMC (Du et al. 2023): variance-smoothed distillation into a pruned / truncated student; "
+                   "objective=vanilla|distil|smooth|focal|jtt baselines")
     Params = RMCParams
     sparse = True
 

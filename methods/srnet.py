@@ -59,9 +59,9 @@ from bench.model.arch import HEAD
 from bench.model.backbone import load_classifier, load_tokenizer
 from bench.model.losses import LOSSES
 from bench.model.masking import ScoreMask, apply_masks, cubic_sparsity, prunable_linears
-from bench.model.objectives import make_loss
-from bench.model.train import TrainParams, total_steps, train
 from bench.registry import METHODS
+from bench.train.loop import TrainParams, total_steps, train
+from bench.train.objectives import make_loss
 from methods.kit import finetuned
 
 

@@ -1,7 +1,8 @@
 """The OOD suite (docs/design.md section 5): ID test metric plus every OOD set of the task.
 
 ``--suite-param eval_file=PATH[,PATH...]`` adds a user's own sets (bench/data/evalfile.py), each
-judged as the built-in ones and as its own pool: its own column, in the same run. Parts: ``hans`` (MNLI and the synthetic NLI task; 3-way predictions collapsed to
+judged as the built-in ones and as its own pool: its own column, in the same run. Parts: ``hans``
+(MNLI and the synthetic NLI task; 3-way predictions collapsed to
 entailment / non-entailment, reported overall and per heuristic x gold label), ``paws``
 (PAWS-QQP and PAWS-Wiki, weighted F1 and accuracy) and ``fever_symm`` (Symm v1 and v2).
 F_bias (Du et al. 2023) pools the sets of one pool: FEVER pools Symm1+2, QQP pools PAWS.
@@ -18,10 +19,10 @@ import numpy as np
 
 from bench.api import Candidate, Column, Context, Suite, SuiteResult
 from bench.data.evalfile import eval_set
-from bench.data.examples import sha256_file
 from bench.errors import BenchError
 from bench.metrics import accuracy, cells, collapse, f_bias, id_metric
 from bench.registry import SUITES
+from bench.store.atomic import sha256_file
 
 
 @dataclass

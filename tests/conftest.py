@@ -123,6 +123,6 @@ def tiny_backbones(tiny_bert, tmp_path_factory) -> dict[str, Path]:
 def sweep_exit(out: Path) -> int:
     """What `bench sweep` must return over ``out``'s records: 2 when a candidate did not learn its
     task (the tiny untrained test models often do not), else 0."""
-    from bench.core.records import load_records
+    from bench.store.records import load_records
 
     return 2 if any(r.degenerate for r in load_records(out / "records")) else 0

@@ -16,7 +16,7 @@ def test_every_paper_value_is_followed_or_the_difference_has_a_reason():
 
 
 def test_the_recipes_page_is_generated_from_the_table():
-    assert PAGE.read_text() == markdown(check(load())), "docs/recipes.md is out of date: python -m bench.spec.conformance"
+    assert PAGE.read_text() == markdown(check(load())), "docs/recipes.md is out of date: bench conformance"
 
 
 @pytest.mark.parametrize("check_, problem", [

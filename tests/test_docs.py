@@ -23,7 +23,7 @@ def test_the_readme_headline_and_studies_are_generated_from_the_committed_record
 
     readme = (ROOT / "README.md").read_text()
     assert generate(readme, ROOT / "results") == readme, (
-        "README.md's headline or studies table is out of date: python -m leaderboard.headline")
+        "README.md's headline or studies table is out of date: bench headline")
 
 
 def test_the_studies_table_groups_verdicts_without_their_detail():

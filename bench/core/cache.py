@@ -16,7 +16,6 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from bench.api import Candidate
-from bench.core.atomic import atomic_dir, write_atomic
 from bench.data.examples import TaskData
 from bench.errors import BenchError
 from bench.model.backbone import Backbone, load_tokenizer, resolve
@@ -24,12 +23,14 @@ from bench.model.heads import load_pruned
 from bench.model.masking import sparsity_report
 from bench.registry import METHODS
 from bench.spec.run import RunSpec, digest
+from bench.store.atomic import atomic_dir, write_atomic
 
 
 def lineage(spec: RunSpec, task: TaskData) -> dict:
     """Everything that decides a candidate; its hash names the artifact."""
     extra = METHODS.get(spec.method).lineage_extra(task, spec.data_path, spec.params)
-    out = {"method": spec.method, "plugin": dataclasses.asdict(METHODS.origin(spec.method)), "params": dataclasses.asdict(spec.params), "task": spec.task,
+    out = {"method": spec.method, "plugin": dataclasses.asdict(METHODS.origin(spec.method)),
+           "params": dataclasses.asdict(spec.params), "task": spec.task,
            "data": task.id_checksums(), "max_examples": spec.max_examples, "backbone": spec.backbone,
            "backbone_fingerprint": resolve(spec.backbone).fingerprint(), "seed": spec.seed,
            "sparsity": spec.sparsity, "precision": spec.precision, "device": spec.device}

@@ -3,13 +3,13 @@ split sizes, and estimated seconds per job for ``bench sweep --dry-run``."""
 
 from __future__ import annotations
 
-from bench.core import records
 from bench.core.runner import Runner
 from bench.errors import BenchError
 from bench.registry import METHODS, SUITES, TASKS
 from bench.spec.plan import Job, pending
 from bench.spec.run import RunSpec
 from bench.spec.sweep import Throughput
+from bench.store import records
 
 
 def finished(jobs: dict[str, Job], runner: Runner) -> tuple[set[str], set[str]]:

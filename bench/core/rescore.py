@@ -22,10 +22,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.core.records import Record, load_predictions, read_records
 from bench.errors import BenchError
 from bench.metrics import degenerate, one_class_sets
 from bench.registry import SUITES, TASKS
+from bench.store.records import Record, load_predictions, read_records
 
 
 @dataclass

@@ -19,7 +19,6 @@ import torch
 from bench import __version__
 from bench.api import Candidate, Context, Method, Need, Suite
 from bench.core import cache
-from bench.core.atomic import intact
 from bench.core.provenance import (
     Provenance,
     device_info,
@@ -28,7 +27,6 @@ from bench.core.provenance import (
     reset_peak_memory,
     versions,
 )
-from bench.core.records import Record, finished, load_record, record_path, write_run
 from bench.data.examples import TaskData
 from bench.errors import BenchError
 from bench.metrics import degenerate, one_class_sets
@@ -40,6 +38,8 @@ from bench.model.masking import bake, current_masks, sparsity_report
 from bench.registry import METHODS, SUITES, TASKS
 from bench.spec.requires import needed, reference_need, reference_of
 from bench.spec.run import RunSpec, digest
+from bench.store.atomic import intact
+from bench.store.records import Record, finished, load_record, record_path, write_run
 
 
 def torch_device(spec: RunSpec) -> torch.device:

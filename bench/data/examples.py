@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import functools
-import hashlib
 import json
 import random
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from bench.errors import BenchError, MissingData
+from bench.store.atomic import sha256_file
 
 csv.field_size_limit(sys.maxsize)
 
@@ -151,14 +151,6 @@ def stratified_sample(examples: list[Example], n: int, seed: int) -> list[Exampl
         out.extend(rng.sample(strata[k], quota[k]))
     rng.shuffle(out)
     return out
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def verify_against_sums(path: Path, digest: str) -> None:

@@ -12,9 +12,9 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.data.examples import sha256_file
 from bench.data.hub import hub_reachable
 from bench.errors import BenchError
+from bench.store.atomic import sha256_file
 
 EMBEDDED = "minilm"
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import torch
 
-from bench.core.records import Column
 from bench.data.examples import Example, stratified_sample
 from bench.model.predict import autocast, collate, encode
+from bench.store.records import Column
 
 EXAMPLES = 64  # test examples timed (stratified sample)
 REPEATS = 5

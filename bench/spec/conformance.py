@@ -4,8 +4,8 @@ paper, checked against the paper's value and where the paper writes it.
 ``sweeps/conformance.toml`` lists them, one ``[[check]]`` each: which runs of which spec (or a
 method's default), the parameter, the paper's value, its source (table, section, equation) and,
 where the harness differs on purpose, the reason. ``check`` fails on any difference that has no
-reason, and on a reason whose difference is gone; ``python -m bench.spec.conformance`` renders
-the table into ``docs/recipes.md``.
+reason, and on a reason whose difference is gone; ``bench conformance`` renders the table into
+``docs/recipes.md``.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import BenchError
+from bench.store.atomic import write_atomic
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE = ROOT / "sweeps" / "conformance.toml"
@@ -57,7 +58,7 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
-def _values(c: Check) -> list:
+def _values(c: Check, root: Path = ROOT) -> list:
     from bench.registry import METHODS
     from bench.spec.sweep import load_spec, runs
 
@@ -67,7 +68,7 @@ def _values(c: Check) -> list:
             raise BenchError(f"conformance: method '{c.method}' has no parameter '{c.param}'")
         return [fields[c.param]]
     out = []
-    for r in runs(load_spec(ROOT / "sweeps" / f"{c.spec}.toml"), check_backbones=False):
+    for r in runs(load_spec(root / "sweeps" / f"{c.spec}.toml"), check_backbones=False):
         if r.method != c.method or (c.task and r.task != c.task):
             continue
         if all(_same(getattr(r.params, k), v) for k, v in c.when.items()):
@@ -75,10 +76,10 @@ def _values(c: Check) -> list:
     return out
 
 
-def check(checks: list[Check]) -> list[Row]:
+def check(checks: list[Check], root: Path = ROOT) -> list[Row]:
     rows = []
     for c in checks:
-        ours = _values(c)
+        ours = _values(c, root)
         differs = [v for v in ours if not _same(v, c.paper)]
         if not ours:
             problem = "no run of the spec matches"
@@ -96,7 +97,7 @@ def markdown(rows: list[Row]) -> str:
     out = ["# Recipes as published", "",
            "Every hyper-parameter that a paper spec (`sweeps/paper_*.toml`) or a method default takes from a paper, "
            "with the paper's value and where it is written. Generated from `sweeps/conformance.toml` by "
-           "`python -m bench.spec.conformance`; a test fails on any difference without a declared reason.", "",
+           "`bench conformance`; a test fails on any difference without a declared reason.", "",
            "| spec | method | runs | parameter | paper | ours | source | deliberate difference |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         c = r.check
@@ -107,14 +108,12 @@ def markdown(rows: list[Row]) -> str:
     return "\n".join(out) + "\n"
 
 
-def main() -> int:
-    rows = check(load())
-    PAGE.write_text(markdown(rows))
+def write(root: Path = ROOT) -> list[Row]:
+    """Render the table into ``root``'s docs/recipes.md (``bench conformance``, ``bench publish``);
+    returns the failing rows, each said on stderr."""
+    rows = check(load(root / "sweeps" / "conformance.toml"), root)
+    write_atomic(root / "docs" / "recipes.md", markdown(rows))
     bad = [r for r in rows if r.problem]
     for r in bad:
         print(f"conformance: {r.check.spec} {r.check.method} {r.check.param}: {r.problem}", file=sys.stderr)
-    return 1 if bad else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    return bad

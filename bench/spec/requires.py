@@ -13,9 +13,9 @@ import dataclasses
 
 from bench.api import Need
 from bench.errors import BenchError
-from bench.model.train import TrainParams
 from bench.registry import METHODS, SUITES
 from bench.spec.run import RunSpec
+from bench.train.loop import TrainParams
 
 
 def reference_method() -> str:

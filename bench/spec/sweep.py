@@ -41,10 +41,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.core.records import Reference
 from bench.errors import BenchError
 from bench.registry import METHODS, SUITES, TASKS, did_you_mean
 from bench.spec.run import RunSpec, grid
+from bench.store.records import Reference
 
 RUN_KEYS = ("method", "suite", "task", "backbone", "sparsity", "seed", "params", "suite_params", "data_dir",
             "max_examples", "device", "precision", "compile")
@@ -220,7 +220,8 @@ def runs(spec: SweepSpec, only: dict[str, list] | None = None, check_backbones: 
          device: str | None = None, compile: bool = False) -> list[RunSpec]:
     """Every run (method, suite, task, ...) of the spec, validated; ``only`` keeps the runs whose
     method / suite / task / seed is listed (a tox slice, a study seed by seed); ``device`` overrides the spec's (the smoke
-    spec on a GPU) and ``compile`` turns torch.compile on for every run. Backbone availability is checked unless a dry run plans for another machine."""
+    spec on a GPU) and ``compile`` turns torch.compile on for every run. Backbone availability is
+    checked unless a dry run plans for another machine."""
     only = only or {}
     out: list[RunSpec] = []
     for g in spec.groups:

@@ -34,12 +34,12 @@ import numpy as np
 from tqdm import tqdm
 
 from bench.api import Candidate, Column, Context, Suite, SuiteResult
-from bench.core.atomic import write_atomic
 from bench.data.corpus import held_out_texts
-from bench.data.examples import Example, sha256_file, stratified_sample
+from bench.data.examples import Example, stratified_sample
 from bench.errors import BenchError
 from bench.metrics import accuracy
 from bench.registry import SUITES, did_you_mean
+from bench.store.atomic import sha256_file, write_atomic
 from suites.adversarial.recipes import RECIPE_NAMES, RECIPES, Sources, build
 
 # Classifier-forward equivalents per attacked example and recipe, for sweep estimates: measured on

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 
 from bench.data.bias import Glove
-from bench.data.examples import sha256_file
 from bench.data.hub import hub_reachable
 from bench.errors import BenchError
+from bench.store.atomic import sha256_file
 from suites.adversarial.resources import Resource, _pkg, textattack
 
 

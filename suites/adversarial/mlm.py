@@ -20,12 +20,12 @@ from pathlib import Path
 
 import torch
 
-from bench.core.atomic import atomic_dir, exclusive, intact
 from bench.data.corpus import corpus
 from bench.data.examples import Example
 from bench.data.hub import hub_reachable
 from bench.data.places import cache_dir
 from bench.errors import BenchError
+from bench.store.atomic import atomic_dir, exclusive, intact
 from suites.adversarial.resources import Resource
 
 OFFICIAL = "bert-base-uncased"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.core.atomic import atomic_dir, damage, exclusive
+from bench.store.atomic import atomic_dir, damage, exclusive
 
 
 def _slow_build(final: str, tag: str) -> None:
@@ -99,7 +99,7 @@ def test_two_identical_runs_on_one_output_directory(tmp_path, tiny_bert):
 
 
 def test_the_lock_file_is_never_truncated_nor_followed_through_a_symlink(tmp_path):
-    from bench.core.atomic import exclusive
+    from bench.store.atomic import exclusive
 
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me")
@@ -114,7 +114,7 @@ def test_the_writability_probe_is_safe_when_runs_share_a_folder(tmp_path):
     """Two runs started together on one --out once failed with 'not writable' (a shared probe name)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from bench.cli import _writable
+    from bench.core.batch import writable as _writable
 
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda _: _writable(tmp_path), range(4000)))
@@ -126,7 +126,7 @@ def test_files_and_folders_get_the_users_umask_not_a_temporary_names_modes(tmp_p
     folder would be unreadable to everyone else (issue 68, item 6)."""
     import stat
 
-    from bench.core import atomic
+    from bench.store import atomic
 
     for mask, file_mode, dir_mode in ((0o022, 0o644, 0o755), (0o077, 0o600, 0o700), (0o002, 0o664, 0o775)):
         monkeypatch.setattr(atomic, "UMASK", mask)
@@ -145,7 +145,7 @@ def test_what_a_killed_run_left_is_removed_by_the_next_write_and_a_live_ones_sta
     import subprocess
     import sys
 
-    from bench.core.atomic import HOST, atomic_dir, write_atomic
+    from bench.store.atomic import HOST, atomic_dir, write_atomic
 
     done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     dead = int(done.stdout)  # a process that has exited
@@ -170,7 +170,7 @@ WRITER = """
 import sys
 import time
 from pathlib import Path
-from bench.core.records import Record, write_run
+from bench.store.records import Record, write_run
 out, tag, start = Path(sys.argv[1]), sys.argv[2], float(sys.argv[3])
 rows = [{"set": "test", "uid": f"u{i}", "gold": i % 2, "pred": i % 2, "writer": tag} for i in range(2000)]
 time.sleep(max(0.0, start - time.time()))  # both writers begin together
@@ -187,7 +187,7 @@ def test_a_record_and_its_predictions_are_written_as_one_unit_by_racing_writers(
     """Two writers of one run (different rows, as two thread counts give) started together, again
     and again: the record on disk always names the checksum of the predictions on disk, and its
     label is the writer whose rows those are (issue 68, item 7)."""
-    from bench.core.records import load_record, read_predictions
+    from bench.store.records import load_record, read_predictions
 
     script = tmp_path / "writer.py"
     script.write_text(WRITER)

@@ -163,10 +163,11 @@ def test_a_backbone_whose_weight_names_do_not_match_stops_instead_of_training_ra
 def test_a_leaderboard_that_cannot_be_written_does_not_hide_the_failed_jobs(capsys, tmp_path, monkeypatch):
     """Issue 68: a failed leaderboard write hid the 'N of M jobs failed' line."""
     import bench.cli
+    import bench.core.batch
     from bench.core.executors import Outcome
 
     (tmp_path / "records").mkdir()
-    monkeypatch.setattr(bench.cli, "execute", lambda runs, out, **kw: [
+    monkeypatch.setattr(bench.core.batch, "run_batch", lambda runs, out, **kw: [
         Outcome("a", True, 1.0, "run-a", "evaluate a"), Outcome("b", False, 1.0, "it broke", "build b")])
 
     def refuse(out, output=None):
@@ -176,3 +177,14 @@ def test_a_leaderboard_that_cannot_be_written_does_not_hide_the_failed_jobs(caps
     assert main(["sweep", "sweeps/smoke.toml", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "no leaderboard: run x is in a and b" in err and "1 of 2 jobs failed; first: build b: it broke" in err
+
+
+def test_the_leaderboards_commands_come_through_the_registry(capsys):
+    """bench imports no leaderboard module: its subcommands are entry points (bench.commands)."""
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    shown = capsys.readouterr().out
+    assert all(name in shown for name in ("leaderboard", "claims", "headline", "publish", "conformance"))
+    assert main(["claims", "/no/such/study"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bench: error:") and len(err.strip().splitlines()) == 1

@@ -48,7 +48,9 @@ def data_dir(tmp_path) -> Path:
         rows.append(f'{i}\tThe "quoted" man {i} sat.\tA man sat.\t{labels[i % 3]}\t5')
     _write(tmp_path / "mnli/dev_matched.tsv", "\n".join(rows) + "\n")
     hans = "\n".join(
-        f'{{"sentence1": "the doctor saw the cat {i}", "sentence2": "the cat saw the doctor", "gold_label": "{"entailment" if i % 2 else "non-entailment"}", "heuristic": "{["lexical_overlap", "subsequence", "constituent"][i % 3]}"}}'
+        f'{{"sentence1": "the doctor saw the cat {i}", "sentence2": "the cat saw the doctor", '
+        f'"gold_label": "{"entailment" if i % 2 else "non-entailment"}", '
+        f'"heuristic": "{["lexical_overlap", "subsequence", "constituent"][i % 3]}"}}'
         for i in range(60)
     )
     _write(tmp_path / "hans/hans_eval.jsonl", hans + "\n")
@@ -133,7 +135,8 @@ def test_qqp_and_fever_official_local_formats(data_dir):
     _write(data_dir / "fever/fever.train.jsonl", fever)
     _write(data_dir / "fever/fever.dev.jsonl", fever)
     _write(data_dir / "fever_symmetric/v1_generated.jsonl", '{"id": 1, "label": "SUPPORTS", "claim": "c", "evidence_sentence": "e"}\n')
-    _write(data_dir / "fever_symmetric/v2_test.jsonl", '{"id": 2, "claim": "c", "evidence": "e", "sentence1": "e", "sentence2": "c", "gold_label": "REFUTES", "label": "REFUTES"}\n')
+    _write(data_dir / "fever_symmetric/v2_test.jsonl", '{"id": 2, "claim": "c", "evidence": "e", "sentence1": "e", '
+           '"sentence2": "c", "gold_label": "REFUTES", "label": "REFUTES"}\n')
     task = TASKS.get("fever").load(data_dir)
     assert task.bias_features == "claim" and task.train[0].text_b.startswith("c ")
     assert [o.examples[0].label for o in task.ood.values()] == [0, 1]

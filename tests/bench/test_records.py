@@ -42,8 +42,8 @@ def test_predictions_round_trip_and_a_line_that_is_not_one_object_is_refused(tmp
 
     import pytest
 
-    from bench.core.records import Record, load_predictions, write_predictions
     from bench.errors import BenchError
+    from bench.store.records import Record, load_predictions, write_predictions
 
     rows = [{"set": "test", "uid": f"u{i}", "gold": i % 3, "pred": 0, "probs": [0.5, 0.25, 0.25]} for i in range(5)]
     rel, sha = write_predictions(tmp_path, "run", rows)

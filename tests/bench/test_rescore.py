@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
-from bench.core.records import load_record
 from bench.core.rescore import rescore
+from bench.store.records import load_record
 from tests.conftest import REAL_DATA
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,7 +80,10 @@ def test_an_edited_metric_an_edited_prediction_or_a_wrong_gold_label_is_a_mismat
     assert any(f"has gold {rows[1]['gold']}" in p for p in res.problems)
 
 
-@pytest.mark.parametrize("study", sorted(str(p.parent.relative_to(ROOT / "results")) for p in (ROOT / "results").rglob("records") if p.is_dir()))
+STUDIES = sorted(str(p.parent.relative_to(ROOT / "results")) for p in (ROOT / "results").rglob("records") if p.is_dir())
+
+
+@pytest.mark.parametrize("study", STUDIES)
 def test_every_committed_study_rescores_without_a_mismatch(study):
     results = rescore(ROOT / "results" / study, str(REAL_DATA))
     assert [r.problems for r in results if r.status == "mismatch"] == []

@@ -3,12 +3,12 @@ import json
 import numpy as np
 import pytest
 
-from bench.core.atomic import write_atomic
-from bench.core.records import load_predictions
 from bench.core.runner import torch_device
 from bench.errors import BenchError
 from bench.model.predict import predict_logits
 from bench.spec.run import grid
+from bench.store.atomic import write_atomic
+from bench.store.records import load_predictions
 
 
 def test_imp_run_writes_record_with_reference_and_provenance(runner, run_spec):
@@ -59,7 +59,7 @@ def test_reference_follows_the_recipe_not_the_loss(runner, run_spec):
 def test_records_are_strict_json(runner, run_spec):
     import math
 
-    from bench.core.records import load_record
+    from bench.store.records import load_record
 
     rec = runner.run(run_spec("finetune"))
     path = runner.out / "records" / f"{rec.run_id}.json"
@@ -113,7 +113,7 @@ def test_a_cached_checkpoint_damaged_in_place_is_built_again_and_never_evaluated
 
 
 def test_a_cached_folder_says_what_changed_since_it_was_published(tmp_path):
-    from bench.core.atomic import atomic_dir, damage
+    from bench.store.atomic import atomic_dir, damage
 
     art = tmp_path / "artifact"
     with atomic_dir(art) as d:
@@ -134,7 +134,7 @@ def test_a_cached_folder_says_what_changed_since_it_was_published(tmp_path):
 
 
 def test_an_unreadable_checkpoint_whose_checksums_match_is_a_clear_error(runner, run_spec):
-    from bench.core import atomic
+    from bench.store import atomic
 
     spec = run_spec("finetune")
     cand = runner.candidate(spec)
@@ -238,7 +238,7 @@ def test_a_constant_candidate_is_flagged_in_its_record_and_fails_the_run(tiny_be
     import torch
 
     from bench.cli import main
-    from bench.core.records import load_records
+    from bench.store.records import load_records
     from methods.finetune import Finetune
 
     real = Finetune.build
@@ -271,7 +271,7 @@ def test_running_uncommitted_code_is_said_before_the_run_and_kept_in_its_record(
     hears it before the jobs start, not from the leaderboard's header after."""
     from bench.cli import main
     from bench.core import provenance
-    from bench.core.records import load_records
+    from bench.store.records import load_records
 
     argv = ["run", "--method", "finetune", "--suite", "ood", "--backbone", str(tiny_bert), "--max-examples", "40",
             "--param", "epochs=1", "--param", "batch_size=8", "--out", str(tmp_path), "--quiet"]

@@ -4,7 +4,7 @@ Run with: pytest -o addopts="" tests/benchmarks --benchmark-only. Each pair is t
 alternation and compared as the median of paired ratios (a busy machine slows both alike); the
 ratio is in ``extra_info`` and asserted against its goal:
 
-- fine-tuning: ``bench.model.train.train`` vs a plain Hugging Face ``Trainer`` on the same
+- fine-tuning: ``bench.train.loop.train`` vs a plain Hugging Face ``Trainer`` on the same
   model, examples, batch size and steps: the goal is >= 1.0x examples per second, measured
   0.99x (the harness also scores ID dev and keeps the best checkpoint); it fails below 0.9x;
 - evaluation: ``predict_logits`` vs a ``transformers`` text-classification pipeline on the same
@@ -52,7 +52,7 @@ def test_finetuning_loop_vs_hugging_face_trainer(benchmark, nli, tmp_path):
 
     from bench.api import Context, Need
     from bench.model.losses import ce
-    from bench.model.train import TrainParams, train
+    from bench.train.loop import TrainParams, train
 
     bb, tok, task = nli
     small = dataclasses.replace(task, train=task.train[:N_TRAIN], dev=task.dev[:8], ood={})

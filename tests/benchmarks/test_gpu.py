@@ -2,7 +2,7 @@
 
 Run with: pytest -o addopts="" tests/benchmarks/test_gpu.py --benchmark-only -s. A random-weight
 bert-base config (12 layers, hidden 768, 110 M parameters; the weights do not change the cost)
-fine-tunes through ``bench.model.train.train`` on synthetic pairs padded to ``SEQ`` tokens, in
+fine-tunes through ``bench.train.loop.train`` on synthetic pairs padded to ``SEQ`` tokens, in
 fp32 (TF32 matmuls) and bf16 autocast, with and without ``torch.compile``; and the same steps
 through a Hugging Face ``Trainer`` (bf16, TF32, fused AdamW: what a user would configure), side
 by side. ``extra_info`` has examples/s, the achieved model FLOP/s and the model FLOPs
@@ -75,7 +75,7 @@ def _ours(path, tok, task, precision: str, compile: bool):
     from bench.api import Context, Need
     from bench.model.backbone import load_classifier, resolve
     from bench.model.losses import ce
-    from bench.model.train import TrainParams, train
+    from bench.train.loop import TrainParams, train
 
     bb = resolve(str(path))
     ctx = Context(task=task, backbone=bb, seed=0, sparsity=None, device=torch.device(DEVICE), precision=precision,

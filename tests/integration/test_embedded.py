@@ -6,9 +6,9 @@ import json
 import pytest
 
 from bench.cli import main
-from bench.core.records import load_predictions, load_record
 from bench.model.backbone import load_classifier, resolve
 from bench.model.masking import sparsity_report
+from bench.store.records import load_predictions, load_record
 from tests.conftest import REAL_DATA
 
 pytestmark = pytest.mark.integration
@@ -55,7 +55,8 @@ def test_killing_an_attack_midway_and_rerunning_finishes_only_the_rest(tmp_path,
     import time
 
     data = ["--data-dir", str(SHARED)] if (SHARED / "wordsub").is_dir() else []
-    argv = [sys.executable, "-m", "bench", "run", "--method", "finetune", "--suite", "adversarial", "--suite-param", "recipes=textbugger", "--task", "sent_synth",
+    argv = [sys.executable, "-m", "bench", "run", "--method", "finetune", "--suite", "adversarial",
+            "--suite-param", "recipes=textbugger", "--task", "sent_synth",
             "--backbone", str(tiny_bert), "--max-examples", "200", "--param", "epochs=4", "--param", "batch_size=16",
             "--param", "lr=1e-3", "--suite-param", "n=10", "--quiet", *data]
     env = {**os.environ, "BENCH_CACHE": os.environ.get("BENCH_CACHE", str(tmp_path / "cache"))}

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
-from bench.core.records import load_predictions, load_record
+from bench.store.records import load_predictions, load_record
 
 PINNED = Path(__file__).resolve().parents[1] / "assets" / "unchanged.json"
 TIMED = ("eff/throughput", "eff/latency", "eff/speedup")

@@ -3,8 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.core.records import Column, Record
-from leaderboard.build import build, sections
+from bench.store.records import Column, Record
+from leaderboard.build import build
+from leaderboard.sections import sections
 from leaderboard.stats import fmt, holm, interval, mcnemar
 
 COLUMNS = [Column("id", "ID acc", rows=("test",)).to_dict(),
@@ -33,7 +34,7 @@ def _rec(label, seed, target, idv, ood, fb, params=None, suite="ood"):
 def _with_predictions(out, label, seed, right, ood=None):
     """A record of ``label`` and ``seed`` whose kept predictions are ``right`` on 100 HANS-like
     examples, linked to the finetune (ce) reference of its seed."""
-    from bench.core.records import write_predictions
+    from bench.store.records import write_predictions
 
     r = _rec(label, seed, None, 0.5, sum(right) / 100 if ood is None else ood, 1.0)
     rows = [{"set": "hans_synth", "uid": f"u{i}", "gold": 1, "pred": int(ok), "correct": ok} for i, ok in enumerate(right)]
@@ -92,7 +93,7 @@ def test_pairing_counts_only_the_examples_both_runs_hold():
 
 
 def test_published_rows_are_labelled_and_never_averaged():
-    from bench.core.records import Reference
+    from bench.store.records import Reference
 
     ref = Reference(source="Du et al. 2023, table 4", task="nli_synth", suite="ood", backbone="minilm",
                     label="RMC", sparsity=0.4, metrics={"id": 0.842, "f_bias/hans": 1.049})
@@ -165,7 +166,7 @@ def test_each_published_leaderboard_is_what_its_committed_records_build(markdown
     """A leaderboard in the repository is only as trustworthy as the records beside it: every
     committed table must rebuild, cell for cell, from ``<its folder>/records`` (only the
     "Generated ... on <date>" line may differ)."""
-    from bench.cli import write_leaderboard
+    from leaderboard.commands import write as write_leaderboard
 
     assert len(PUBLISHED) >= 4  # an empty glob would skip this test, not fail it
     assert any((markdown.parent / "records").glob("*.json")) or (markdown.parent / "studies.toml").is_file(), (
@@ -181,7 +182,7 @@ def test_each_published_leaderboard_is_what_its_committed_records_build(markdown
 def test_non_zero_parameters_are_counted_alike_for_every_method():
     """SRNet masks the classifier too (its released code): its head zeros are head sparsity, not
     fewer parameters than IMP's at the same sparsity (issue 24, item 8)."""
-    from leaderboard.build import nonzero
+    from leaderboard.sections import nonzero
 
     imp, srnet = _rec("imp (ce)", 0, 0.5, 0.8, 0.6, 0.9), _rec("srnet (ce)", 0, 0.5, 0.8, 0.6, 0.9)
     for r in (imp, srnet):
@@ -351,8 +352,8 @@ def test_a_percentage_interval_stays_inside_its_bounds_and_a_wide_spread_shows_e
     """The t-interval of 97, 99 and 100 % reaches past 100; intersected with [0, 100] it does not,
     and it still holds the mean printed beside it, however close to a bound the seeds lie. A
     difference of two percentages (``points``) is bounded by ±100, not by 0."""
-    from bench.core.records import Column
-    from leaderboard.build import BOUNDS
+    from bench.store.records import Column
+    from leaderboard.sections import BOUNDS
     from leaderboard.stats import WIDE_SD
 
     vals = [0.97, 0.99, 1.0]
@@ -373,7 +374,7 @@ def test_a_percentage_interval_stays_inside_its_bounds_and_a_wide_spread_shows_e
 def test_a_cell_answering_one_class_is_flagged_and_never_ranked(tmp_path):
     """A candidate answering one class on more than 95 % of a balanced set is at chance there,
     whatever its accuracy: the cell says so and the row is not ranked on that column."""
-    from bench.core.records import write_predictions
+    from bench.store.records import write_predictions
 
     recs = []
     for label, right in (("finetune (ce)", lambda i: i < 70), ("stuck (ce)", lambda i: i % 2 == 0)):
@@ -441,7 +442,6 @@ def test_a_table_without_paired_tests_still_refuses_a_run_whose_predictions_are_
     import shutil
 
     from bench.cli import main
-    from leaderboard.claims import main as claims
 
     study = Path(__file__).resolve().parents[2] / "results" / "quickstart"
     rec = next(p for p in sorted((study / "records").glob("*.json")) if json.loads(p.read_text())["method"] == "finetune")
@@ -458,7 +458,7 @@ def test_a_table_without_paired_tests_still_refuses_a_run_whose_predictions_are_
         pred.resolve().unlink()
     assert main(args) == 2
     (tmp_path / "claims.toml").write_text("")
-    assert claims([str(tmp_path)]) == 2
+    assert main(["claims", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert ("checksum differs" if damage == "edited" else "not readable") in err and "Traceback" not in err
 
@@ -512,7 +512,8 @@ def test_the_header_names_the_code_behind_the_records_and_counts_dirty_trees():
     assert line(recs) == ("- code: 3 records from 2 git commits; 2 of them with uncommitted changes to tracked files "
                           "(`bbbbbbb` 2) (`provenance.git`)")
     recs[1].provenance["git"]["dirty"] = recs[2].provenance["git"]["dirty"] = False
-    assert line(recs[1:]) == "- code: 2 records from git commit `bbbbbbb`, each with no uncommitted changes to tracked files (`provenance.git`)"
+    assert line(recs[1:]) == ("- code: 2 records from git commit `bbbbbbb`, each with no uncommitted changes to tracked files "
+                              "(`provenance.git`)")
     del recs[0].provenance["git"]
     assert line(recs) == "- code: 3 records, 2 from git commit `bbbbbbb` and 1 with no commit recorded (`provenance.git`)"
     recs[0].provenance["git"] = {"commit": "unknown", "dirty": False}  # git_state outside a checkout
@@ -538,7 +539,7 @@ def _copy_of_one_run(out, *, probs, latency, dirty, flip=False):
     """One run's record in study folder ``out``: ten rows with class probabilities ``probs``,
     a latency, a per-row wall time and adversarial text, a clean or dirty tree, and optionally
     one prediction flipped."""
-    from bench.core.records import record_path, write_atomic, write_predictions
+    from bench.store.records import record_path, write_atomic, write_predictions
 
     r = _rec("finetune (ce)", 0, None, 0.5, 0.5, 1.0)
     r.metrics["eff/latency_bs1_ms"] = latency

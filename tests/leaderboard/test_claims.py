@@ -9,21 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from bench.core.records import write_predictions
+from bench.cli import main as bench
 from bench.errors import BenchError
-from leaderboard.build import BOUNDS, sections
-from leaderboard.claims import (
-    START,
-    Claim,
-    Family,
-    Select,
-    load_claims,
-    main,
-    measure,
-    splice,
-    study_table,
-)
+from bench.store.records import write_predictions
+from leaderboard.claims import START, measure, splice, study_table
+from leaderboard.claims_file import Claim, Family, Select, load_claims
 from leaderboard.evidence import checked_records
+from leaderboard.sections import BOUNDS, sections
 from tests.leaderboard.test_build import _rec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -140,7 +132,7 @@ def test_a_gold_filter_pairs_only_those_examples(tmp_path):
 def test_a_malformed_claims_file_is_one_line(tmp_path, capsys):
     base = '[[claim]]\nid="1"\npaper="p"\nclaim="c"\npublished="1"\nmetric="m"\nchance=0.5\nmargin=0.01\nsmallest_effect=0.01\n'
     (tmp_path / "claims.toml").write_text('[[claim]]\npaper = "x"\n')
-    assert main([str(tmp_path)]) == 2
+    assert bench(["claims", str(tmp_path)]) == 2
     assert "claim 1 is malformed" in capsys.readouterr().err
     for body, message in (
         ('candidate={label="a"}\nreference={label="b"}\ndirection="up"\n', "direction must be one of"),
@@ -150,7 +142,7 @@ def test_a_malformed_claims_file_is_one_line(tmp_path, capsys):
         ('ratio=1.5\ncandidate={label="a"}\nreference={label="b"}\ndirection="higher"\n', "ratio must be a fraction"),
     ):
         (tmp_path / "claims.toml").write_text(base + body)
-        assert main([str(tmp_path)]) == 2
+        assert bench(["claims", str(tmp_path)]) == 2
         assert message in capsys.readouterr().err
     ok = base + 'candidate={label="a"}\nreference={label="b"}\ndirection="higher"\n'
     for text, message in (
@@ -199,7 +191,7 @@ def test_the_table_goes_under_the_title_and_is_replaced_in_place():
 @pytest.mark.parametrize("study", STUDIES, ids=[s.name for s in STUDIES])
 def test_each_committed_claims_table_is_what_its_records_give(study):
     page = (study / "findings.md").read_text()
-    assert splice(page, study_table(study)) == page, f"{study.name}: python -m leaderboard.claims {study.relative_to(ROOT)}"
+    assert splice(page, study_table(study)) == page, f"{study.name}: bench claims {study.relative_to(ROOT)}"
 
 
 PUBLISHED = sorted((ROOT / "results").rglob("LEADERBOARD.md"))

@@ -7,13 +7,8 @@ import torch
 
 from bench.model.backbone import resolve
 from bench.model.masking import HardConcreteMask, draw_ticket, l0_penalty
-from methods.robust_tickets import (
-    RobustTickets,
-    RobustTicketsParams,
-    ascend,
-    init_delta,
-    random_like,
-)
+from bench.train.freelb import ascend, init_delta
+from methods.robust_tickets import RobustTickets, RobustTicketsParams, random_like
 
 P = {"epochs": 2, "batch_size": 8, "search_epochs": 2, "retrain_epochs": 1, "mask_lr": 0.5}
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from bench.data.examples import sha256_file
 from bench.errors import BenchError
 from bench.model.backbone import load_classifier, resolve
 from bench.spec.run import resolve as resolve_run
+from bench.store.atomic import sha256_file
 from methods.srnet import mix_ood, rewound
 
 P = {"epochs": 2, "batch_size": 8, "mask_epochs": 3, "mask_eval_every": 2, "mask_lr": 0.05}

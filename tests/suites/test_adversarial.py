@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.core.records import load_predictions
 from bench.data.examples import Example
 from bench.errors import BenchError
 from bench.spec.run import grid, resolve
+from bench.store.records import load_predictions
 from suites.adversarial import AttackParams, load_rows, summarize
 from tests.conftest import REAL_DATA
 

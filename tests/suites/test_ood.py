@@ -119,7 +119,7 @@ def test_a_users_own_evaluation_file_becomes_a_leaderboard_column(tmp_path, tiny
     import json
 
     from bench.cli import main
-    from bench.core.records import load_records
+    from bench.store.records import load_records
 
     lines = [{"premise": f"the cat {i} sat", "hypothesis": "the cat sat" if i % 2 else "a dog ran", "label":
               ["Entailment", "2", "neutral"][i % 3], "group": ["g1", "g2"][i % 2]} for i in range(12)]
@@ -202,8 +202,8 @@ def test_several_evaluation_files_are_one_run_with_a_column_each(tmp_path, tiny_
     import json
 
     from bench.cli import main
-    from bench.core.records import load_records
     from bench.spec.run import resolve
+    from bench.store.records import load_records
 
     lines = [{"premise": f"the cat {i} sat", "hypothesis": "the cat sat", "label": ["entailment", "neutral"][i % 2]}
              for i in range(10)]

@@ -26,7 +26,8 @@ from bench.registry import TASKS
 LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 LABEL_MAP = {name: i for i, name in enumerate(LABELS)}
 EVIDENCE, CLAIM, GOLD = ("evidence", "evidence_sentence", "sentence1"), ("claim", "sentence2"), ("gold_label", "label")
-FEVER_HUB = HubSpec("pietrolesci/nli_fever", None, "main", "fever/fever.train.jsonl and fever/fever.dev.jsonl (claim, evidence, gold_label)")
+FEVER_HUB = HubSpec("pietrolesci/nli_fever", None, "main",
+                    "fever/fever.train.jsonl and fever/fever.dev.jsonl (claim, evidence, gold_label)")
 
 
 def _read_symm(path: Path) -> list[Example]:

@@ -122,7 +122,8 @@ class MNLIDevSplit(Task):
             files.append(hardness)
         train, dev, test = split_seeded(examples, MNLI_SPLIT_SIZES, MNLI_SPLIT_SEED)
         hans = load_hans(data_dir)
-        src = local_source(files, f"MNLI dev-matched, seeded split (seed {MNLI_SPLIT_SEED}): train {len(train)} / dev {len(dev)} / test {len(test)}")
+        src = local_source(files, f"MNLI dev-matched, seeded split (seed {MNLI_SPLIT_SEED}): "
+                                  f"train {len(train)} / dev {len(dev)} / test {len(test)}")
         return TaskData(
             name=self.name, labels=NLI_LABELS, pair=True, id_metric="accuracy", max_length=128,
             bias_features="overlap", train=train, dev=dev, test=test, ood={HANS_ID: hans}, sources=[src],

@@ -13,7 +13,7 @@ from bench.data.bias import fit_bias_model
 from bench.metrics import accuracy
 from bench.model import losses
 from bench.model.predict import predict_logits
-from bench.model.train import LossFn
+from bench.train.loop import LossFn
 
 
 def make_loss(name: str, ctx: Context, model, tokenizer) -> tuple[LossFn, dict]:

@@ -16,7 +16,7 @@ Schema (``SCHEMA_VERSION`` 1), one object per file under ``<out>/records/``:
 - ``predictions``: path of the per-example file (gzipped JSON lines, one row per evaluated
   example: set, uid, gold, pred, and per suite the class probabilities or the attack's outcome,
   queries and perturbed text), relative to the record's directory; ``predictions_sha256`` its
-  checksum (records made before issue 25 have neither, or an uncompressed file)
+  checksum (the oldest records have neither, or an uncompressed file)
 - ``reference``: run_id of the full standard-CE record F_bias was computed against
 - ``artifact``: the cached candidate's directory and lineage key
 - ``degenerate``: null, or why the candidate did not learn its task (one class on > 95 % of the
@@ -44,8 +44,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bench.core.atomic import exclusive, write_atomic
 from bench.errors import BenchError
+from bench.store.atomic import exclusive, write_atomic
 
 SCHEMA_VERSION = 1
 
@@ -246,39 +246,6 @@ def parse_predictions(path: Path, data: bytes) -> list[dict]:
 def load_predictions(records_dir: Path, record: Record) -> list[dict]:
     """The record's per-example rows, checked against its checksum."""
     return parse_predictions(*read_predictions(records_dir, record))
-
-
-TIMED = "eff/"  # metrics measured on the machine (size, speed), not computed from the predictions
-# an attack row's wall time and adversarial text: other thread counts change them (float ties
-# pick another of two equally good word swaps) while its outcome, queries and metrics stay
-ROW_FREE = ("seconds", "perturbed")
-PROB_NOISE = 1e-3  # class probabilities of one run on other thread counts differ in the 4th decimal
-
-
-def _agree(a, b, tol: float) -> bool:
-    if isinstance(a, float) or isinstance(b, float):  # a record writes NaN as null
-        if a is None or b is None or math.isnan(a) or math.isnan(b):
-            return (a is None or math.isnan(a)) and (b is None or math.isnan(b))
-        return math.isclose(a, b, rel_tol=0.0, abs_tol=tol)
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_agree(a[k], b[k], tol) for k in a if k not in ROW_FREE)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_agree(x, y, tol) for x, y in zip(a, b, strict=True))
-    return a == b
-
-
-def same_results(a: Record, b: Record) -> bool:
-    """Whether two records of one run id report the same results: every metric but the timed
-    ones equal, and every per-example row equal but for float noise in its probabilities and the
-    fields of ``ROW_FREE`` (the same run on 1 and on 2 CPU threads sums in another order). A run id is a
-    hash of the whole configuration, so two studies may hold the same run, made on two machines
-    or days; metrics are compared exactly, since one example is 1e-3 of a 1,000-example set."""
-    untimed = [{k: v for k, v in r.metrics.items() if not k.startswith(TIMED)} for r in (a, b)]
-    if not _agree(*untimed, tol=1e-9):
-        return False
-    if a.predictions_sha256 == b.predictions_sha256:
-        return True
-    return _agree(load_predictions(a.where, a), load_predictions(b.where, b), tol=PROB_NOISE)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ than evaluated.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import socket
@@ -27,8 +28,6 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-
-from bench.data.examples import sha256_file
 
 try:
     import fcntl
@@ -143,6 +142,14 @@ def atomic_dir(final: Path) -> Iterator[Path]:
 
 
 SUMS = "SHA256SUMS"
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def _files(folder: Path) -> list[str]:

@@ -1,0 +1,165 @@
+"""The format of a study's ``claims.toml``: each published claim it tests, with the paper's
+number, the metric, the candidate and the reference (by leaderboard label and sparsity), the
+direction the paper reports, the metric's chance level and the smallest effect of interest;
+``[defaults]`` for what the claims share; and the families the claims were registered in
+(``leaderboard.claims`` measures them).
+
+Example (``results/quickstart/claims.toml``)::
+
+    [defaults]
+    chance = 0.5                        # a balanced two-label set
+    margin = 0.01                       # within 1 point of chance is at chance
+    smallest_effect = 0.01              # 1 point
+
+    [[family]]
+    name = "clark2019"
+    registered = "with the study's first records"
+    claims = ["poe-hans", "poe-non-entailment", "poe-id"]
+
+    [[claim]]
+    id = "poe-non-entailment"
+    paper = "Clark et al. 2019, table 3"
+    claim = "PoE raises HANS non-entailment accuracy over CE"
+    published = "non-entailment 23.9 -> 47.3 (bert-base, MNLI)"
+    metric = "ood/hans_synth/mean/non-entailment"
+    set = "hans_synth"                  # the paired examples (default: the metric's own rows)
+    gold = [1]                          # only these gold labels (non-entailment)
+    candidate = { label = "finetune (poe)" }
+    reference = { label = "finetune (ce)" }
+    direction = "higher"                # or "lower", or "comparable"
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bench.errors import BenchError
+
+if TYPE_CHECKING:
+    from leaderboard.sections import Candidate
+
+DIRECTIONS = ("higher", "lower", "comparable")
+NUMBERS = ("chance", "margin", "smallest_effect")
+
+@dataclass(frozen=True)
+class Select:
+    label: str
+    sparsity: float | None = None
+    variant: str = ""
+
+    def matches(self, c: Candidate) -> bool:
+        return c.label == self.label and c.target == self.sparsity and c.variant == self.variant
+
+    def __str__(self) -> str:
+        return (self.label + ("" if self.sparsity is None else f" {self.sparsity:.0%}")
+                + (f" [{self.variant}]" if self.variant else ""))
+
+
+@dataclass(frozen=True)
+class Family:
+    """Claims registered together before their verdicts were known: the multiple-comparison
+    correction is over exactly these, so its size never changes with later claims."""
+
+    name: str
+    registered: str
+    claims: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    paper: str
+    claim: str
+    published: str
+    metric: str
+    candidate: Select
+    reference: Select
+    direction: str  # "higher", "lower" (candidate vs reference, as the paper reports) or "comparable"
+    chance: float  # the metric of a model that carries no information (balanced two labels: 0.5)
+    margin: float  # a side whose mean is within this of chance is at chance
+    smallest_effect: float  # the smallest difference of interest, as a fraction
+    task: str = ""
+    set: str = ""
+    gold: tuple[int, ...] = ()
+    ratio: float = 1.0  # compare the candidate with ratio x reference ("keeps 95 % of its accuracy": 0.95)
+    family: Family | None = None  # None: exploratory, uncorrected
+
+    @property
+    def m(self) -> int:
+        return len(self.family.claims) if self.family else 1
+
+
+def load_claims(path: Path) -> list[Claim]:
+    try:
+        raw = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise BenchError(f"claims file {path} is unreadable: {e}") from None
+    defaults = raw.get("defaults", {})
+    if not isinstance(defaults, dict) or set(defaults) - set(NUMBERS):
+        raise BenchError(f"{path}: [defaults] may set only {', '.join(NUMBERS)}")
+    families = _families(path, raw.get("family", []))
+    out, seen = [], set()
+    for i, c in enumerate(raw.get("claim", []), 1):
+        def bad(what: str, i: int = i) -> BenchError:
+            return BenchError(f"{path}: claim {i}: {what}")
+
+        try:
+            if c["direction"] not in DIRECTIONS:
+                raise bad(f"direction must be one of {', '.join(DIRECTIONS)}, got {c['direction']!r}")
+            for key in ("id", "paper", "claim", "published", "metric", "task", "set"):
+                if not isinstance(c.get(key, ""), str):
+                    raise bad(f"{key} must be a string, got {c[key]!r}")
+            if not c["id"] or c["id"] in seen:
+                raise bad(f"id must be a non-empty string no other claim has, got {c['id']!r}")
+            seen.add(c["id"])
+            ratio = c.get("ratio", 1.0)
+            if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not 0 < ratio <= 1:
+                raise bad(f"ratio must be a fraction in (0, 1], got {ratio!r}")
+            gold = c.get("gold", [])
+            if not isinstance(gold, list) or not all(isinstance(g, int) and not isinstance(g, bool) for g in gold):
+                raise bad(f"gold must be a list of label indices, got {gold!r}")
+            numbers = {k: c.get(k, defaults.get(k)) for k in NUMBERS}
+            for k, v in numbers.items():
+                if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < 1:
+                    raise bad(f"{k} must be a fraction in [0, 1) (here or in [defaults]), got {v!r}")
+            out.append(Claim(id=c["id"], paper=c["paper"], claim=c["claim"], published=c["published"],
+                             metric=c["metric"], candidate=_select(c["candidate"], bad),
+                             reference=_select(c["reference"], bad), direction=c["direction"],
+                             task=c.get("task", ""), set=c.get("set", ""), gold=tuple(gold), ratio=float(ratio),
+                             family=families.get(c["id"]), **{k: float(v) for k, v in numbers.items()}))
+        except (KeyError, TypeError) as e:
+            raise BenchError(f"{path}: claim {i} is malformed ({type(e).__name__}: {e})") from None
+    if missing := sorted({cid for f in families.values() for cid in f.claims} - seen):
+        raise BenchError(f"{path}: a family registers claims that do not exist: {', '.join(missing)}")
+    return out
+
+
+def _families(path: Path, raw: list) -> dict[str, Family]:
+    """Claim id -> its family; a claim is in one family at most."""
+    out: dict[str, Family] = {}
+    for j, f in enumerate(raw, 1):
+        try:
+            fam = Family(str(f["name"]), str(f["registered"]), tuple(f["claims"]))
+        except (KeyError, TypeError) as e:
+            raise BenchError(f"{path}: family {j} is malformed ({type(e).__name__}: {e})") from None
+        if not fam.claims or not all(isinstance(cid, str) for cid in fam.claims):
+            raise BenchError(f"{path}: family {fam.name}: claims must be a non-empty list of claim ids")
+        for cid in fam.claims:
+            if cid in out:
+                raise BenchError(f"{path}: claim {cid} is in two families ({out[cid].name} and {fam.name})")
+            out[cid] = fam
+    return out
+
+
+def _select(d: dict, bad) -> Select:
+    """A side of a claim: a leaderboard label, a target sparsity as a fraction, a variant string."""
+    sel = Select(**d)
+    if not isinstance(sel.label, str) or not isinstance(sel.variant, str):
+        raise bad(f"label and variant must be strings, got {d!r}")
+    if sel.sparsity is not None and (isinstance(sel.sparsity, bool) or not isinstance(sel.sparsity, int | float)
+                                     or not 0 <= sel.sparsity < 1):
+        raise bad(f"sparsity must be a fraction in [0, 1), got {sel.sparsity!r}")
+    return sel

@@ -1,0 +1,163 @@
+"""The leaderboard's ``bench`` subcommands, registered through the ``bench.commands`` entry
+points (the harness's command line knows them only through its registry):
+
+- ``bench leaderboard``: a study's (or several studies') Markdown tables from their records;
+- ``bench claims``: a study's claims table, spliced into its findings page;
+- ``bench headline``: the README's headline and studies tables;
+- ``bench publish``: every published table at once (each study's leaderboard and claims, the
+  cross-study table, the README's tables, docs/recipes.md and docs/reference.md), as a reviewer
+  regenerates them to compare with the committed copies.
+"""
+
+from __future__ import annotations
+
+import sys
+import tomllib
+from pathlib import Path
+
+from bench.api import Command
+from bench.errors import BenchError
+from bench.registry import COMMANDS
+from bench.store.atomic import write_atomic
+
+DEFAULT_OUT = "runs"
+
+
+STUDIES = "studies.toml"
+
+
+def _studies(out: Path) -> list[Path]:
+    """A folder with a ``studies.toml`` (``studies = ["../rmc", ...]``, relative to it) stands for
+    those study folders: its LEADERBOARD.md is their shared table, one per task, and it rebuilds
+    from them as a study's does from its records."""
+    path = out / STUDIES
+    if not path.is_file():
+        return [out]
+    try:
+        names = tomllib.loads(path.read_text()).get("studies")
+    except tomllib.TOMLDecodeError as e:
+        raise BenchError(f"{path}: needs studies = [\"../<study>\", ...], a list of folders (not TOML: {e})") from None
+    if not (isinstance(names, list) and names and all(isinstance(n, str) for n in names)):
+        raise BenchError(f"{path}: needs studies = [\"../<study>\", ...], a list of folders")
+    missing = [n for n in names if not (out / n / "records").is_dir()]
+    if missing:
+        raise BenchError(f"{path}: no records/ folder in {', '.join(missing)}")
+    return [out / n for n in names]
+
+
+def _dirty(record) -> bool:
+    return record.provenance.get("git", {}).get("dirty") is not False
+
+
+def write(out: Path | list[Path], output: Path | None = None) -> tuple[Path, list[str]]:
+    """OUT/records (and OUT/references) -> Markdown; needs no torch. Several OUTs (studies)
+    give one table per task and backbone with every candidate of them all. Only records that
+    pass ``leaderboard.evidence.check`` are shown; returns the file and one line for each record
+    left out (said on stderr here, so that the caller can exit non-zero once the rest is done)."""
+    from bench.store.records import load_references
+    from leaderboard.build import build  # pandas and plots: only when a table is written
+    from leaderboard.evidence import check, same_results
+
+    given = list({o.resolve(): o for o in (out if isinstance(out, list) else [out])}.values())  # each folder once
+    if len(given) > 1 and output is None:
+        raise BenchError("several --out directories need --output FILE for their shared leaderboard")
+    target = output or given[0] / "LEADERBOARD.md"
+    outs = list({s.resolve(): s for o in given for s in _studies(o)}.values())
+    found = check([o / "records" for o in outs])
+    for line in found.unverified:
+        print(f"bench: warning: shown but not re-scored here: {line}", file=sys.stderr)
+    for line in found.rejected:
+        print(f"bench: error: left out of the leaderboard: {line}", file=sys.stderr)
+    records = {}
+    for r in found.records:
+        seen = records.setdefault(r.run_id, r)
+        if seen is r:
+            continue
+        if not same_results(seen, r):
+            raise BenchError(f"run {r.run_id} is in {seen.where} and {r.where} with different results: keep one")
+        if _dirty(seen) and not _dirty(r):  # one run in two studies: the copy made from a clean tree
+            records[r.run_id] = r
+    records = list(records.values())
+    write_atomic(target, build(records, markdown=target, references=[x for o in outs for x in load_references(o)]))
+    return target, found.rejected
+
+
+@COMMANDS.register("leaderboard")
+class Leaderboard(Command):
+    help = "regenerate the Markdown leaderboard from records"
+
+    def arguments(self, p) -> None:
+        p.add_argument("--out", action="append", help="output directory whose records/ to read (repeatable: one "
+                       "table per task across studies; a folder with a studies.toml stands for the studies "
+                       "it names; default runs/)")
+        p.add_argument("--output", help="Markdown file to write (default: OUT/LEADERBOARD.md)")
+
+    def write(self, out: Path | list[Path], output: Path | None = None) -> tuple[Path, list[str]]:
+        return write(out, output)
+
+    def run(self, a) -> int:
+        path, left_out = write([Path(o) for o in a.out or [DEFAULT_OUT]], Path(a.output) if a.output else None)
+        print(path.read_text())
+        print(f"written to {path}", file=sys.stderr)
+        if left_out:
+            print(f"bench: error: {len(left_out)} records left out of the leaderboard (listed above)", file=sys.stderr)
+            return 2
+        return 0
+
+
+@COMMANDS.register("claims")
+class Claims(Command):
+    help = "measure a study's claims (claims.toml) on its records and write the table into its findings.md"
+
+    def arguments(self, p) -> None:
+        p.add_argument("study", nargs="+", help="study folders (results/<study>)")
+
+    def run(self, a) -> int:
+        from leaderboard.claims import write_table
+
+        for study in a.study:
+            print(f"claims table written to {write_table(Path(study))}", file=sys.stderr)
+        return 0
+
+
+@COMMANDS.register("headline")
+class Headline(Command):
+    help = "regenerate the README's headline and studies tables from results/"
+
+    def arguments(self, p) -> None:
+        p.add_argument("--root", default=".", help="the project's root (README.md and results/)")
+
+    def run(self, a) -> int:
+        from leaderboard.headline import write_readme
+
+        print(f"headline written to {write_readme(Path(a.root))}", file=sys.stderr)
+        return 0
+
+
+@COMMANDS.register("publish")
+class Publish(Command):
+    help = "regenerate every published table: each study's leaderboard and claims, the README, docs/recipes.md, docs/reference.md"
+
+    def arguments(self, p) -> None:
+        p.add_argument("--root", default=".", help="the project's root (README.md, results/, docs/, sweeps/)")
+
+    def run(self, a) -> int:
+        from bench.catalog import reference_markdown
+        from bench.spec import conformance
+        from leaderboard.claims import write_table
+        from leaderboard.headline import write_readme
+
+        root, left_out = Path(a.root), []
+        for study in sorted(p.parent for p in (root / "results").glob("*/records")):
+            left_out += write(study)[1]
+            if (study / "claims.toml").is_file():
+                write_table(study)
+        for group in sorted(p.parent for p in (root / "results").glob(f"*/{STUDIES}")):
+            left_out += write(group)[1]
+        write_readme(root)
+        bad = conformance.write(root)
+        write_atomic(root / "docs" / "reference.md", reference_markdown())
+        print(f"published the tables under {root}", file=sys.stderr)
+        if left_out or bad:
+            raise BenchError(f"{len(left_out)} records left out and {len(bad)} recipe checks failing (listed above)")
+        return 0
