@@ -35,27 +35,34 @@ def _executor_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ray-address", help="an existing Ray cluster (default: start a local instance)")
 
 
+def _run_fields(p: argparse.ArgumentParser) -> None:
+    """``bench run``'s options, one per field of ``RunSpec`` (its metadata says how): a grid axis
+    takes several values, a table of parameters is KEY=VALUE and repeatable."""
+    from bench.spec.run import DEFAULTS, FIELDS
+
+    types = {"count": int, "number": float, "text": str}
+    for f in FIELDS:
+        kind, flag = f.metadata["kind"], "--" + f.name.replace("_", "-")
+        shown = f" (default: {DEFAULTS[f.name]})" if kind != "flag" and DEFAULTS.get(f.name) not in (None, "") else ""
+        if kind == "table":
+            p.add_argument(flag.removesuffix("s"), dest=f.name, action="append", default=[], metavar="KEY=VALUE",
+                           help=f.metadata["help"])
+        elif kind == "flag":
+            p.add_argument(flag, action="store_true", help=f.metadata["help"])
+        else:
+            p.add_argument(flag, type=types[kind], nargs="+" if f.metadata["axis"] else None,
+                           required=f.name not in DEFAULTS, choices=f.metadata["choices"] or None,
+                           help=f.metadata["help"] + shown)
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="bench", description="Robust compression bench for BERT-family models.")
     ap.add_argument("--debug", action="store_true", help="a failed job shows its whole traceback (BENCH_DEBUG=1)")
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
 
     run = sub.add_parser("run", help="build candidates with a method and judge them with a suite")
-    run.add_argument("--method", required=True)
-    run.add_argument("--suite", required=True)
-    run.add_argument("--task", default="nli_synth")
-    run.add_argument("--backbone", default="minilm", help="'minilm' (embedded), a local model directory or a hub id")
-    run.add_argument("--sparsity", type=float, nargs="+", help="one or more target sparsities in [0, 1)")
-    run.add_argument("--seed", type=int, nargs="+", default=[0])
-    run.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="method parameter (see 'ls')")
-    run.add_argument("--suite-param", action="append", default=[], metavar="KEY=VALUE", help="suite parameter (see 'ls')")
-    run.add_argument("--data-dir", help="folder of the real data files (docs/data.md; default $BENCH_DATA, "
-                     "else ~/.local/share/robust-compression-bench/data)")
+    _run_fields(run)
     run.add_argument("--out", default=DEFAULT_OUT, help="output directory for records, predictions, artifacts")
-    run.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    run.add_argument("--precision", default="fp32", choices=["fp32", "bf16"], help="bf16 autocast or fp32")
-    run.add_argument("--compile", action="store_true", help="torch.compile the training forward (worth it on a GPU)")
-    run.add_argument("--max-examples", type=int, help="cap every split at N examples (stratified, seeded)")
     run.add_argument("--force", action="store_true", help="evaluate again even if the record exists "
                      "(cached models are reused; delete OUT/artifacts/... to retrain)")
     run.add_argument("--quiet", action="store_true", help="no progress bars or progress lines")
@@ -108,12 +115,11 @@ def write_leaderboard(out: Path) -> tuple[Path, list[str]]:
 def cmd_run(a: argparse.Namespace) -> None:
     from bench.core.batch import degenerate, records_of, run_batch
     from bench.spec.params import split_assignments
-    from bench.spec.run import grid
+    from bench.spec.run import FIELDS, grid
 
-    runs = grid(a.method, a.suite, a.sparsity, a.seed, task=a.task, backbone=a.backbone,
-                params=split_assignments(a.param), suite_params=split_assignments(a.suite_param),
-                data_dir=a.data_dir, max_examples=a.max_examples, device=a.device, precision=a.precision,
-                compile=a.compile)
+    values = {f.name: getattr(a, f.name) for f in FIELDS if getattr(a, f.name) not in (None, [], False)}
+    values |= {k: split_assignments(values[k]) for k in ("params", "suite_params") if k in values}
+    runs = grid(**values)
     out = Path(a.out)
     run_batch(runs, out, executor=a.executor, workers=a.workers, cpus_per_job=a.cpus_per_job,
             ray_address=a.ray_address, force=a.force, quiet=a.quiet, fail_fast=True)

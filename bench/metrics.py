@@ -1,4 +1,5 @@
-"""Metric formulas of docs/design.md section 5, as plain functions of labels and predictions."""
+"""Metric formulas of docs/design.md section 5, as plain functions of labels and predictions, and
+sparsity's one meaning (section 3)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 from sklearn.metrics import f1_score
+
+from bench.errors import BenchError
 
 
 def accuracy(y: np.ndarray, pred: np.ndarray) -> float:
@@ -103,3 +106,11 @@ def one_class_sets(rows: Sequence[dict]) -> dict[str, str]:
         if why := one_class([r["gold"] for r in rs], [r["pred"] for r in rs]):
             out[name] = why
     return out
+
+
+def check_sparsity(s: float) -> float:
+    """Sparsity's one meaning (docs/design.md section 3): the fraction of prunable weights that are zero,
+    a target in [0, 1). ``bench.spec.run.resolve`` checks every run's target with it once."""
+    if not 0.0 <= s < 1.0:
+        raise BenchError(f"sparsity must be in [0, 1), got {s}")
+    return s

@@ -40,10 +40,10 @@ import torch.nn.functional as F
 
 from bench.api import Candidate, Context, Method, Need
 from bench.errors import BenchError
+from bench.metrics import check_sparsity
 from bench.model.arch import layers as encoder_layers
 from bench.model.arch import truncate
 from bench.model.backbone import load_classifier, load_tokenizer
-from bench.model.masking import check_sparsity
 from bench.model.predict import predict_logits
 from bench.registry import METHODS
 from bench.train.loop import TrainParams, train

@@ -27,14 +27,15 @@ from bench.store.atomic import atomic_dir, write_atomic
 
 
 def lineage(spec: RunSpec, task: TaskData) -> dict:
-    """Everything that decides a candidate; its hash names the artifact."""
+    """Everything that decides a candidate; its hash names the artifact. It is the candidate's
+    run configuration (``RunSpec.config``: every run field but where the data lies, so a field
+    added to the run is in it without a word here), with the method's parameters in full, the
+    data's and the backbone's checksums and where the method's code comes from."""
     extra = METHODS.get(spec.method).lineage_extra(task, spec.data_path, spec.params)
-    out = {"method": spec.method, "plugin": dataclasses.asdict(METHODS.origin(spec.method)),
-           "params": dataclasses.asdict(spec.params), "task": spec.task,
-           "data": task.id_checksums(), "max_examples": spec.max_examples, "backbone": spec.backbone,
-           "backbone_fingerprint": resolve(spec.backbone).fingerprint(), "seed": spec.seed,
-           "sparsity": spec.sparsity, "precision": spec.precision, "device": spec.device}
-    out = out | ({"extra": extra} if extra else {}) | ({"compile": True} if spec.compile else {})
+    out = {k: v for k, v in spec.candidate().config().items() if k not in ("suite", "suite_params", "data_dir")}
+    out |= {"params": dataclasses.asdict(spec.params), "plugin": dataclasses.asdict(METHODS.origin(spec.method)),
+            "data": task.id_checksums(), "backbone_fingerprint": resolve(spec.backbone).fingerprint()}
+    out = out | ({"extra": extra} if extra else {})
     return out | {"key": f"{spec.method}-{digest(out)}"}
 
 

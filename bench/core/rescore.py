@@ -57,16 +57,12 @@ def _sets(record: Record, data_dir: str | None, cache: dict) -> tuple[Sets, Labe
     read. The records of a study share their data, so the sets are built once for each distinct
     input of the loaders (task, files, example cap, suite and its parameters; no loader takes
     the run's seed), not once per record."""
-    from bench.spec.run import (  # the run spec's checks import torch; re-scoring rows does not
-        digest,
-        resolve,
-    )
+    from bench.spec.run import FIELD_NAMES, digest, resolve  # imports torch; re-scoring rows does not
 
     conf = record.provenance.get("config", {})
     try:
-        spec = resolve(record.method, record.suite, task=record.task, backbone=record.backbone, seed=record.seed,
-                       sparsity=conf.get("sparsity"), params=conf.get("params"), suite_params=conf.get("suite_params"),
-                       data_dir=data_dir or conf.get("data_dir"), max_examples=conf.get("max_examples"),
+        given = {k: conf[k] for k in FIELD_NAMES if k in conf and k not in ("method", "suite")}
+        spec = resolve(record.method, record.suite, **given | {"data_dir": data_dir or conf.get("data_dir")},
                        check_backbone=False, default_sparsity=False)
     except BenchError as e:
         return f"unchecked ({e})"

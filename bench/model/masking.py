@@ -17,6 +17,7 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 from bench.errors import BenchError
+from bench.metrics import check_sparsity
 from bench.model.arch import HEAD, PRUNABLE
 
 
@@ -25,14 +26,6 @@ def prunable_linears(model: nn.Module) -> dict[str, nn.Linear]:
     if not out:
         raise BenchError(f"{type(model).__name__} has no BERT, RoBERTa or DistilBERT encoder Linear layers to prune")
     return out
-
-
-def check_sparsity(s: float) -> float:
-    """Sparsity's one meaning (docs/design.md section 3): the fraction of prunable weights that are zero,
-    a target in [0, 1). ``bench.spec.run.resolve`` checks every run's target with it once."""
-    if not 0.0 <= s < 1.0:
-        raise BenchError(f"sparsity must be in [0, 1), got {s}")
-    return s
 
 
 class FixedMask(nn.Module):

@@ -15,14 +15,14 @@ import functools
 import hashlib
 import itertools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bench.data.places import default_data_dir
 from bench.errors import BenchError
-from bench.model.masking import check_sparsity
-from bench.registry import METHODS, SUITES, TASKS
+from bench.metrics import check_sparsity
+from bench.registry import METHODS, SUITES, TASKS, did_you_mean
 from bench.spec.params import parse_params
 
 DEVICES = ("cpu", "cuda")
@@ -38,35 +38,52 @@ def overrides(params: Any) -> dict:
     return {k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(params).items() if v != defaults[k]}
 
 
+def _field(help: str, kind: str, default: Any = dataclasses.MISSING, *, axis: bool = False, choices: tuple = (),
+           omit_default: bool = False):
+    """A run field and what every interface derives from it: its help, its kind (``text``,
+    ``count``, ``number``, ``flag`` or ``table`` of parameters), whether it is a grid axis (a list
+    in a sweep spec, several values on the command line), its allowed values, and whether its
+    default is left out of the run's configuration (a field added later: earlier run ids stay)."""
+    meta = {"help": help, "kind": kind, "axis": axis, "choices": choices, "omit_default": omit_default}
+    return field(metadata=meta) if default is dataclasses.MISSING else field(default=default, metadata=meta)
+
+
 @dataclass(frozen=True, eq=False)
 class RunSpec:
     """One run: a method's candidate judged by a suite (``suite`` is "" for a candidate alone).
 
-    ``params`` is the method's Params instance and ``suite_params`` the suite's (or None),
-    both typed and validated by ``resolve``."""
+    The one declaration of a run's fields: ``bench run``'s options, a sweep spec's keys and
+    their types, the defaults, the configuration a run id hashes and a candidate's lineage are
+    all read from these fields and their metadata (``_field``). ``params`` is the method's Params
+    instance and ``suite_params`` the suite's (or None), both typed and validated by ``resolve``."""
 
-    method: str
-    suite: str
-    task: str
-    backbone: str
-    seed: int
-    sparsity: float | None
-    params: Any
-    suite_params: Any
-    data_dir: str | None
-    max_examples: int | None
-    device: str
-    precision: str
-    compile: bool = False  # torch.compile the training forward
+    method: str = _field("the method (bench ls)", "text", axis=True)
+    suite: str = _field("the suite that judges the candidates (bench ls)", "text", axis=True)
+    task: str = _field("the task (bench ls)", "text", "nli_synth", axis=True)
+    backbone: str = _field("'minilm' (embedded), a local model directory or a hub id", "text", "minilm", axis=True)
+    seed: int = _field("training seeds", "count", 0, axis=True)
+    sparsity: float | None = _field("target sparsities in [0, 1) (a sparse method's default if none)", "number", None,
+                                    axis=True)
+    params: Any = _field("method parameter KEY=VALUE (see 'bench ls'); KEY=a,b is a grid axis", "table", None)
+    suite_params: Any = _field("suite parameter KEY=VALUE (see 'bench ls')", "table", None)
+    data_dir: str | None = _field("folder of the real data files (docs/data.md; default $BENCH_DATA, else "
+                                  "~/.local/share/robust-compression-bench/data)", "text", None)
+    max_examples: int | None = _field("cap every split at N examples (stratified, seeded)", "count", None)
+    device: str = _field("where to train and evaluate", "text", "cpu", choices=DEVICES)
+    precision: str = _field("bf16 autocast or fp32", "text", "fp32", choices=PRECISIONS)
+    compile: bool = _field("torch.compile the training forward (worth it on a GPU)", "flag", False, omit_default=True)
 
     def config(self) -> dict:
         """The run as plain data (parameters as their non-default values): what a record's
         provenance stores and what run and job ids hash."""
-        conf = {"method": self.method, "suite": self.suite, "task": self.task, "backbone": self.backbone,
-                "seed": self.seed, "sparsity": self.sparsity, "params": overrides(self.params),
-                "suite_params": overrides(self.suite_params), "data_dir": self.data_dir,
-                "max_examples": self.max_examples, "device": self.device, "precision": self.precision}
-        return conf | ({"compile": True} if self.compile else {})  # absent when off: earlier ids stay valid
+        conf = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.metadata["kind"] == "table":
+                value = overrides(value)
+            if not (f.metadata["omit_default"] and value == f.default):
+                conf[f.name] = value
+        return conf
 
     def key(self) -> str:
         return json.dumps(self.config(), sort_keys=True, default=str)
@@ -87,9 +104,15 @@ class RunSpec:
 
     def with_method(self, method: str, sparsity: float | None, params: dict) -> RunSpec:
         """Another method's candidate on the same task, backbone, seed and device."""
-        return resolve(method, "", task=self.task, backbone=self.backbone, seed=self.seed, sparsity=sparsity,
-                       params=params, data_dir=self.data_dir, max_examples=self.max_examples, device=self.device,
-                       precision=self.precision, compile=self.compile, check_backbone=False, default_sparsity=False)
+        shared = {f.name: getattr(self, f.name) for f in FIELDS if f.name not in OWN}
+        return resolve(method, "", sparsity=sparsity, params=params, check_backbone=False, default_sparsity=False,
+                       **shared)
+
+
+FIELDS = dataclasses.fields(RunSpec)
+FIELD_NAMES = tuple(f.name for f in FIELDS)
+DEFAULTS = {f.name: f.default for f in FIELDS if f.default is not dataclasses.MISSING}
+OWN = ("method", "suite", "sparsity", "params", "suite_params")  # what one candidate asks of another's
 
 
 @functools.cache
@@ -104,12 +127,16 @@ def digest(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
-def resolve(method: str, suite: str, *, task: str = "nli_synth", backbone: str = "minilm", seed: int = 0,
-            sparsity: float | None = None, params: dict | None = None, suite_params: dict | None = None,
-            data_dir: str | None = None, max_examples: int | None = None, device: str = "cpu",
-            precision: str = "fp32", compile: bool = False, check_backbone: bool = True,
-            default_sparsity: bool = True) -> RunSpec:
-    """A validated RunSpec, or a one-line BenchError naming what is wrong."""
+def resolve(method: str, suite: str, *, check_backbone: bool = True, default_sparsity: bool = True,
+            **values: Any) -> RunSpec:
+    """A validated RunSpec from a method, a suite and any other field of ``RunSpec`` (the rest
+    take their defaults), or a one-line BenchError naming what is wrong."""
+    if unknown := sorted(set(values) - set(FIELD_NAMES)):
+        raise BenchError(f"unknown run field '{unknown[0]}'{did_you_mean(unknown[0], list(FIELD_NAMES))}")
+    v = DEFAULTS | values
+    task, backbone, seed, sparsity, device, precision, compile, max_examples = (
+        v["task"], v["backbone"], v["seed"], v["sparsity"], v["device"], v["precision"], v["compile"], v["max_examples"])
+    params, suite_params, data_dir = v["params"], v["suite_params"], v["data_dir"]
     m = METHODS.get(method)
     TASKS.get(task)
     if device not in DEVICES:
@@ -147,13 +174,27 @@ def resolve(method: str, suite: str, *, task: str = "nli_synth", backbone: str =
                    device=device, precision=precision, compile=compile)
 
 
-def grid(method: str, suite: str, sparsities: list[float] | None, seeds: list[int], *,
-         params: dict | None = None, **common: Any) -> list[RunSpec]:
-    """One run per sparsity x seed x combination of comma-separated (or listed) parameter
-    values (``loss=ce,poe``), all validated before any work starts."""
-    raw = params or {}
+def _as_list(value: Any) -> list:
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def grid(check_backbone: bool = True, **values: Any) -> list[RunSpec]:
+    """Every run of a group of values: one per combination of its axes (each a value or a list:
+    method, suite, task, backbone, then the method's parameters, seed, sparsity) and of the
+    method's comma-separated (or listed) parameter values (``loss=ce,poe``), all validated
+    before any work starts. ``bench run`` and every ``bench sweep`` group call it."""
+    outer = [f.name for f in FIELDS if f.metadata["axis"] and f.name not in ("seed", "sparsity")]
+    raw = values.get("params") or {}
     lists = {k: v if isinstance(v, list) else v.split(",") if isinstance(v, str) and "," in v else [v]
              for k, v in raw.items()}
     combos = [dict(zip(lists, combo, strict=True)) for combo in itertools.product(*lists.values())]
-    return [resolve(method, suite, sparsity=s, seed=seed, params=p, **common)
-            for p in combos for seed in seeds for s in (sparsities or [None])]
+    rest = {k: v for k, v in values.items() if k not in (*outer, "params", "seed", "sparsity")}
+    out = []
+    for head in itertools.product(*(_as_list(values[k]) if k in values else [None] for k in outer)):
+        fixed = {k: x for k, x in zip(outer, head, strict=True) if x is not None}
+        for p in combos:
+            for seed in _as_list(values.get("seed", 0)):
+                for s in _as_list(values.get("sparsity")):
+                    out.append(resolve(**fixed, sparsity=s, seed=seed, params=p,
+                                       check_backbone=check_backbone, **rest))
+    return out

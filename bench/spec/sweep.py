@@ -43,11 +43,10 @@ from typing import Any
 
 from bench.errors import BenchError
 from bench.registry import METHODS, SUITES, TASKS, did_you_mean
-from bench.spec.run import RunSpec, grid
+from bench.spec.run import DEFAULTS, FIELD_NAMES, FIELDS, RunSpec, grid
 from bench.store.records import Reference
 
-RUN_KEYS = ("method", "suite", "task", "backbone", "sparsity", "seed", "params", "suite_params", "data_dir",
-            "max_examples", "device", "precision", "compile")
+RUN_KEYS = FIELD_NAMES
 SPEC_KEYS = ("description", "defaults", "estimate", "group", "reference")
 REFERENCE_KEYS = ("source", "task", "suite", "backbone", "label", "sparsity", "metrics", "note")
 
@@ -112,7 +111,7 @@ def load_spec(path: Path) -> SweepSpec:
     groups = []
     for i, g in enumerate(raw.get("group", []), 1):
         _keys(path, f"group {i}", g, RUN_KEYS)
-        for task in _as_list(g.get("task", defaults.get("task", "nli_synth"))):
+        for task in _as_list(g.get("task", defaults.get("task", DEFAULTS["task"]))):
             layers = (defaults, per_task.get(task, {}), g)  # a later layer wins, parameters add up
             merged = {k: v for layer in layers for k, v in layer.items()} | {"task": task}
             for k in ("params", "suite_params"):
@@ -151,10 +150,7 @@ def _is(value: Any, kind: str) -> bool:
     return isinstance(value, str | int | float | bool)  # "scalar": a parameter's value
 
 
-KINDS = {"method": ("text", True), "suite": ("text", True), "task": ("text", True), "backbone": ("text", True),
-         "sparsity": ("number", True), "seed": ("count", True), "data_dir": ("text", False),
-         "max_examples": ("count", False), "device": ("text", False), "precision": ("text", False),
-         "compile": ("flag", False)}
+KINDS = {f.name: (f.metadata["kind"], f.metadata["axis"]) for f in FIELDS if f.metadata["kind"] != "table"}
 SAYS = {"text": "a string", "number": "a number", "count": "a whole number >= 0", "flag": "true or false",
         "scalar": "a string, number or true/false"}
 
@@ -227,21 +223,8 @@ def runs(spec: SweepSpec, only: dict[str, list] | None = None, check_backbones: 
     for g in spec.groups:
         g = {**g, "device": device} if device else g
         g = {**g, "compile": True} if compile else g
-        for method in _as_list(g["method"]):
-            for suite in _as_list(g["suite"]):
-                for task in _as_list(g.get("task", "nli_synth")):
-                    for backbone in _as_list(g.get("backbone", "minilm")):
-                        sp = g.get("sparsity")
-                        found = grid(
-                            method, suite, None if sp is None else [float(s) for s in _as_list(sp)],
-                            _as_list(g.get("seed", 0)), task=task, backbone=backbone,
-                            params=dict(g.get("params", {})), suite_params=dict(g.get("suite_params", {})),
-                            data_dir=g.get("data_dir") or None, max_examples=g.get("max_examples"),
-                            device=g.get("device", "cpu"), precision=g.get("precision", "fp32"),
-                            compile=g.get("compile", False),
-                            check_backbone=check_backbones,
-                        )
-                        out += [r for r in found if all(getattr(r, k) in v for k, v in only.items())]
+        found = grid(check_backbone=check_backbones, **{k: v for k, v in g.items() if v is not None and v != ""})
+        out += [r for r in found if all(getattr(r, k) in v for k, v in only.items())]
     for k, values in only.items():
         if k == "seed":
             continue

@@ -188,3 +188,20 @@ def test_the_leaderboards_commands_come_through_the_registry(capsys):
     assert main(["claims", "/no/such/study"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("bench: error:") and len(err.strip().splitlines()) == 1
+
+
+def test_a_runs_fields_are_declared_once_in_the_run_spec():
+    """bench run's options, a sweep spec's keys and their kinds, and the configuration a run id
+    hashes are all read from RunSpec's fields: a new field needs no other list."""
+    from bench.cli import _parser
+    from bench.spec.run import FIELD_NAMES, resolve
+    from bench.spec.sweep import KINDS, RUN_KEYS
+
+    run = next(a for a in _parser()._subparsers._group_actions[0].choices["run"]._actions if a.dest == "method").container
+    options = {a.dest for a in run._actions} - {"help", "out", "force", "quiet", "executor", "workers", "cpus_per_job",
+                                                "ray_address"}
+    assert options == set(FIELD_NAMES) == set(RUN_KEYS) == set(KINDS) | {"params", "suite_params"}
+    config = resolve("finetune", "ood", check_backbone=False).config()
+    assert set(config) == set(FIELD_NAMES) - {"compile"}  # a later field is left out at its default: ids stay
+    with pytest.raises(BenchError, match="unknown run field 'sparsty'; did you mean 'sparsity'"):
+        resolve("imp", "ood", sparsty=0.5)

@@ -3,11 +3,11 @@ import torch
 from transformers import AutoModelForSequenceClassification
 
 from bench.errors import BenchError
+from bench.metrics import check_sparsity
 from bench.model.masking import (
     ScoreMask,
     apply_masks,
     bake,
-    check_sparsity,
     cubic_sparsity,
     current_masks,
     magnitude_masks,

@@ -193,13 +193,13 @@ def test_a_plugins_code_hash_covers_the_modules_of_its_package_it_uses(tmp_path,
 
 
 def test_expand_makes_one_run_per_sparsity_and_seed():
-    specs = grid("imp", "ood", [0.2, 0.5], [0, 1, 2], params={"loss": "poe"})
+    specs = grid(method="imp", suite="ood", sparsity=[0.2, 0.5], seed=[0, 1, 2], params={"loss": "poe"})
     assert len(specs) == 6 and {s.sparsity for s in specs} == {0.2, 0.5}
     assert specs[0].params.loss == "poe" and specs[0].config()["params"] == {"loss": "poe"}
     with pytest.raises(BenchError, match="dense and takes no --sparsity"):
-        grid("finetune", "ood", [0.5], [0])
+        grid(method="finetune", suite="ood", sparsity=[0.5], seed=[0])
     with pytest.raises(BenchError, match=r"sparsity must be in \[0, 1\)"):
-        grid("imp", "ood", [1.0], [0])
+        grid(method="imp", suite="ood", sparsity=[1.0], seed=[0])
 
 
 def test_write_atomic_leaves_no_partial_file(tmp_path):
@@ -225,7 +225,8 @@ def test_nan_loss_stops_with_a_clear_error(runner, run_spec):
 
 
 def test_comma_separated_parameters_expand_into_a_grid(tiny_bert):
-    specs = grid("srnet", "ood", [0.2, 0.5], [0, 1], backbone=str(tiny_bert), params={"loss": "ce,poe", "init": "hard"})
+    specs = grid(method="srnet", suite="ood", sparsity=[0.2, 0.5], seed=[0, 1], backbone=str(tiny_bert),
+                 params={"loss": "ce,poe", "init": "hard"})
     assert len(specs) == 2 * 2 * 2
     assert {(s.params.loss, s.sparsity, s.seed) for s in specs} == {
         (loss, sp, seed) for loss in ("ce", "poe") for sp in (0.2, 0.5) for seed in (0, 1)}

@@ -120,5 +120,6 @@ def test_bad_input(runner, run_spec, tiny_bert, params, sparsity, message):
     from bench.spec.run import grid
 
     with pytest.raises(BenchError, match=message):
-        specs = grid("rmc", "ood", [sparsity], [0], backbone=str(tiny_bert), params={**P, **params}, max_examples=40)
+        specs = grid(method="rmc", suite="ood", sparsity=[sparsity], seed=[0], backbone=str(tiny_bert), params={**P, **params},
+                     max_examples=40)
         runner.candidate(specs[0])

@@ -207,7 +207,7 @@ def test_pair_tasks_record_the_hypothesis_as_the_attacked_text(runner, tiny_bert
 )
 def test_bad_suite_parameters_fail_before_any_work(tiny_bert, suite, params, message):
     with pytest.raises(BenchError, match=message.replace("?", r"\?")):
-        grid("finetune", suite, None, [0], backbone=str(tiny_bert), suite_params=params)
+        grid(method="finetune", suite=suite, sparsity=None, seed=[0], backbone=str(tiny_bert), suite_params=params)
 
 
 def test_more_examples_than_the_test_split_is_an_error(runner, attack_spec):
