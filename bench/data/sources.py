@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import os
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,10 +127,12 @@ def status(f: DataFile, folder: Path) -> str:
 
 def fetch(files: list[DataFile], folder: Path, mirror: str = "", log=print) -> list[str]:
     """Download each file that has a URL (from ``mirror``, the data folder's layout under one
-    address, when given), check it, and put it in ``folder``; returns one line per file that could
-    not be fetched. A file is written under a temporary name and renamed only once its checksum
-    matches, so a broken download leaves nothing behind."""
-    problems = []
+    address, when given), check it, and put it in ``folder``; returns one line per problem. A
+    file is written under a temporary name and renamed only once its checksum matches, so a
+    broken download leaves nothing behind. A file without a URL is named with where to get it
+    (not a problem: no download can give it). When a host cannot be reached (offline), its other
+    files are not tried: one line says what to run on a connected machine."""
+    problems, unreachable = [], {}
     for f in files:
         target = folder / f.path
         if status(f, folder) in ("ok", "unneeded"):
@@ -137,7 +140,11 @@ def fetch(files: list[DataFile], folder: Path, mirror: str = "", log=print) -> l
             continue
         url = mirror.rstrip("/") + "/" + f.path if mirror else f.url
         if not url:
-            problems.append(f"{f.path}: get it by hand from {f.source} (its official distribution is another file)")
+            log(f"{f.path}: get it by hand from {f.source} (its official distribution is another file)")
+            continue
+        host = urllib.parse.urlsplit(url).netloc
+        if host in unreachable:
+            unreachable[host][1].append(f.path)
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.parent / f"{_tag(target.name)}download.tmp"
@@ -151,11 +158,14 @@ def fetch(files: list[DataFile], folder: Path, mirror: str = "", log=print) -> l
             os.chmod(tmp, 0o644)
             os.replace(tmp, target)
             log(f"{f.path}: fetched and verified")
+        except urllib.error.HTTPError as e:
+            problems.append(f"{f.path}: {url} answered {e.code} {e.reason}")
         except (urllib.error.URLError, OSError) as e:
-            reason = getattr(e, "reason", None) or getattr(e, "strerror", None) or e
-            problems.append(f"{f.path}: cannot download {url} ({reason}); on a connected machine run "
-                            f"'bench data fetch {f.path} --dir DIR' and copy DIR here")
+            unreachable[host] = (getattr(e, "reason", None) or getattr(e, "strerror", None) or e, [f.path])
         finally:
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
+    for host, (reason, paths) in unreachable.items():
+        problems.append(f"cannot reach {host} ({reason}): {len(paths)} files not fetched; on a connected machine run "
+                        f"'bench data fetch {' '.join(paths)} --dir DIR' and copy DIR here")
     return problems

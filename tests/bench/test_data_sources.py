@@ -49,8 +49,10 @@ def test_fetch_verifies_each_file_and_leaves_nothing_of_a_corrupted_one(served, 
     assert not (dest / "sets" / "bad.jsonl").exists()
     assert sorted(p.name for p in (dest / "sets").iterdir()) == ["by_git.jsonl", "good.jsonl"]  # no temporary left
     assert any("bad.jsonl: what http://127.0.0.1" in p and "does not match its checksum; refused" in p for p in problems)
-    assert any("by_hand.tsv: get it by hand from https://example.org/page" in p for p in problems)
-    assert fetch(files[:1], dest, log=lambda line: None) == []  # already here: nothing downloaded again
+    said = []
+    fetch(files[3:], dest, log=said.append)  # no URL: where to get it, and not a failure
+    assert said == ["other/by_hand.tsv: get it by hand from https://example.org/page (its official distribution is another file)"]
+    assert len(problems) == 1 and fetch(files[:1], dest, log=lambda line: None) == []  # already here: not downloaded again
 
 
 def test_the_command_lists_fetches_from_a_mirror_and_verifies_a_folder(served, tmp_path, monkeypatch, capsys):
@@ -72,11 +74,13 @@ def test_the_command_lists_fetches_from_a_mirror_and_verifies_a_folder(served, t
 
 
 def test_offline_a_fetch_is_one_line_saying_what_to_do_on_a_connected_machine(tmp_path, capsys, monkeypatch):
-    closed = DataFile("sets/x.jsonl", "a set", "MIT", "https://example.org", "0" * 64, "http://127.0.0.1:9/sets/x.jsonl")
-    monkeypatch.setattr(sources, "FILES", [closed])
+    closed = [DataFile(f"sets/{name}.jsonl", "a set", "MIT", "https://example.org", "0" * 64,
+                       f"http://127.0.0.1:9/sets/{name}.jsonl") for name in ("x", "y")]
+    monkeypatch.setattr(sources, "FILES", closed)
     assert main(["data", "fetch", "--dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "cannot download" in err[0] and "on a connected machine run 'bench data fetch" in err[0]
+    assert len(err) == 1 and "cannot reach 127.0.0.1:9" in err[0] and "2 files not fetched" in err[0]
+    assert "on a connected machine run 'bench data fetch sets/x.jsonl sets/y.jsonl --dir DIR'" in err[0]
     assert list(tmp_path.rglob("*.tmp")) == []
 
 
