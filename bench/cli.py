@@ -96,9 +96,14 @@ def _parser() -> argparse.ArgumentParser:
     data.add_argument("--dir", help="the data folder (default $BENCH_DATA, else ~/.local/share/robust-compression-bench/data)")
     data.add_argument("--mirror", help="fetch from this address, which serves the data folder's layout, instead")
 
+    from bench.errors import BenchError
     from bench.registry import COMMANDS
 
-    for name in COMMANDS.names():  # the commands other packages bring (the leaderboard's)
+    try:
+        brought = COMMANDS.names()  # the commands other packages bring (the leaderboard's)
+    except BenchError:  # none installed: the harness's own commands still work
+        brought = []
+    for name in brought:
         command = COMMANDS.get(name)
         command.arguments(sub.add_parser(name, help=command.help))
     return ap
@@ -122,7 +127,7 @@ def cmd_run(a: argparse.Namespace) -> None:
     runs = grid(**values)
     out = Path(a.out)
     run_batch(runs, out, executor=a.executor, workers=a.workers, cpus_per_job=a.cpus_per_job,
-            ray_address=a.ray_address, force=a.force, quiet=a.quiet, fail_fast=True)
+              ray_address=a.ray_address, force=a.force, quiet=a.quiet, fail_fast=True)
     records = records_of(runs, out)
     for record in records:
         shown = {k: v if v is None else round(v, 4) for k, v in record.metrics.items() if k.count("/") <= 1}
@@ -143,8 +148,8 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     out = Path(a.out)
     todo = runs(spec, only, check_backbones=not a.dry_run, device=a.device, compile=a.compile)
     outcomes = run_batch(todo, out, executor=a.executor, workers=a.workers, cpus_per_job=a.cpus_per_job,
-                       ray_address=a.ray_address, dry_run=a.dry_run, quiet=a.quiet, throughput=spec.throughput,
-                       what=f"[sweep] {spec.path}")
+                         ray_address=a.ray_address, dry_run=a.dry_run, quiet=a.quiet, throughput=spec.throughput,
+                         what=f"[sweep] {spec.path}")
     if a.dry_run:
         return 0
     write_references(out, spec.path.stem, spec.references)
