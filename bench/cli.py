@@ -206,10 +206,12 @@ def cmd_data(a: argparse.Namespace) -> int:
 
 def cmd_rescore(a: argparse.Namespace) -> int:
     from bench.core.rescore import rescore, summary
+    from bench.store.records import study_folders
 
     bad = 0
-    for out in a.out:
-        results = rescore(Path(out), a.data_dir)
+    folders = {f.resolve(): f for out in a.out for f in study_folders(Path(out))}  # studies.toml: its studies
+    for out in folders.values():
+        results = rescore(out, a.data_dir)
         print(summary(Path(out), results))
         bad += sum(r.status in ("mismatch", "unreadable") for r in results)
     if bad:
@@ -259,4 +261,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("bench: interrupted; finished records are kept, rerun the same command to resume", file=sys.stderr)
         return 130
+    except Exception as e:  # a plug-in's check or Params, or the harness's own bug: one line (--debug: traceback)
+        from bench.registry import failure
+
+        print(f"bench: error: {failure(e)}", file=sys.stderr)
+        return 2
     return 0

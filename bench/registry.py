@@ -15,11 +15,14 @@ from __future__ import annotations
 import difflib
 import functools
 import hashlib
+import os
 import sys
+import traceback
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Generic, TypeVar
 
 from bench.errors import BenchError
@@ -156,6 +159,19 @@ def plugin_of(error: BaseException) -> str | None:
             found = who
         tb = tb.tb_next
     return found
+
+
+def failure(e: Exception) -> str:
+    """An exception that is not a BenchError, in one line: which plug-in raised it (its package
+    and version) and where, or the harness's own code; ``BENCH_DEBUG=1`` (``--debug``) gives the
+    whole traceback instead."""
+    if os.environ.get("BENCH_DEBUG"):
+        return "".join(traceback.format_exception(e)).rstrip()
+    frame = traceback.extract_tb(e.__traceback__)[-1] if e.__traceback__ else None
+    where = f" at {Path(frame.filename).name}:{frame.lineno}" if frame else ""
+    who = plugin_of(e)
+    return (f"{who} raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}{where}"
+            if who else f"{type(e).__name__}: {e}{where} (a bug in the harness)") + "; --debug for the traceback"
 
 
 METHODS: Registry = Registry("method", "bench.methods")

@@ -12,37 +12,15 @@ points (the harness's command line knows them only through its registry):
 from __future__ import annotations
 
 import sys
-import tomllib
 from pathlib import Path
 
 from bench.api import Command
 from bench.errors import BenchError
 from bench.registry import COMMANDS
 from bench.store.atomic import write_atomic
+from bench.store.records import STUDIES, study_folders
 
 DEFAULT_OUT = "runs"
-
-
-STUDIES = "studies.toml"
-
-
-def _studies(out: Path) -> list[Path]:
-    """A folder with a ``studies.toml`` (``studies = ["../rmc", ...]``, relative to it) stands for
-    those study folders: its LEADERBOARD.md is their shared table, one per task, and it rebuilds
-    from them as a study's does from its records."""
-    path = out / STUDIES
-    if not path.is_file():
-        return [out]
-    try:
-        names = tomllib.loads(path.read_text()).get("studies")
-    except tomllib.TOMLDecodeError as e:
-        raise BenchError(f"{path}: needs studies = [\"../<study>\", ...], a list of folders (not TOML: {e})") from None
-    if not (isinstance(names, list) and names and all(isinstance(n, str) for n in names)):
-        raise BenchError(f"{path}: needs studies = [\"../<study>\", ...], a list of folders")
-    missing = [n for n in names if not (out / n / "records").is_dir()]
-    if missing:
-        raise BenchError(f"{path}: no records/ folder in {', '.join(missing)}")
-    return [out / n for n in names]
 
 
 def _dirty(record) -> bool:
@@ -62,7 +40,7 @@ def write(out: Path | list[Path], output: Path | None = None) -> tuple[Path, lis
     if len(given) > 1 and output is None:
         raise BenchError("several --out directories need --output FILE for their shared leaderboard")
     target = output or given[0] / "LEADERBOARD.md"
-    outs = list({s.resolve(): s for o in given for s in _studies(o)}.values())
+    outs = list({s.resolve(): s for o in given for s in study_folders(o)}.values())
     found = check([o / "records" for o in outs])
     for line in found.unverified:
         print(f"bench: warning: shown but not re-scored here: {line}", file=sys.stderr)

@@ -39,6 +39,7 @@ import gzip
 import hashlib
 import json
 import math
+import tomllib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -160,6 +161,27 @@ def load_records(records_dir: Path) -> list[Record]:
     if bad:
         raise BenchError(bad[0])
     return records
+
+
+STUDIES = "studies.toml"
+
+
+def study_folders(out: Path) -> list[Path]:
+    """The study folders ``out`` stands for: itself, or those its ``studies.toml`` names
+    (``studies = ["../rmc", ...]``, relative to it; their shared table is its LEADERBOARD.md)."""
+    path = out / STUDIES
+    if not path.is_file():
+        return [out]
+    try:
+        names = tomllib.loads(path.read_text()).get("studies")
+    except tomllib.TOMLDecodeError as e:
+        raise BenchError(f"{path}: needs studies = [\"../<study>\", ...], a list of folders (not TOML: {e})") from None
+    if not (isinstance(names, list) and names and all(isinstance(n, str) for n in names)):
+        raise BenchError(f"{path}: needs studies = [\"../<study>\", ...], a list of folders")
+    missing = [n for n in names if not (out / n / "records").is_dir()]
+    if missing:
+        raise BenchError(f"{path}: no records/ folder in {', '.join(missing)}")
+    return [out / n for n in names]
 
 
 def record_path(out: Path, run_id: str) -> Path:

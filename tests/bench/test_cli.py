@@ -205,3 +205,41 @@ def test_a_runs_fields_are_declared_once_in_the_run_spec():
     assert set(config) == set(FIELD_NAMES) - {"compile"}  # a later field is left out at its default: ids stay
     with pytest.raises(BenchError, match="unknown run field 'sparsty'; did you mean 'sparsity'"):
         resolve("imp", "ood", sparsty=0.5)
+
+
+def test_rescore_of_a_folder_of_studies_rescores_each_study_once(tmp_path, capsys):
+    """`bench rescore results/*` meets results/by-task, which holds a studies.toml, no records."""
+    from pathlib import Path
+
+    study = Path(__file__).resolve().parents[2] / "results" / "quickstart"
+    for part in ("records", "predictions"):
+        shutil.copytree(study / part, tmp_path / "q" / part)
+    (tmp_path / "group").mkdir()
+    (tmp_path / "group" / "studies.toml").write_text('studies = ["../q"]\n')
+    assert main(["rescore", str(tmp_path / "group"), str(tmp_path / "q")]) == 0
+    out = capsys.readouterr().out
+    assert out.count("20 records, 20 re-scored exactly") == 1
+
+
+def test_an_exception_from_a_plugins_parameters_is_one_line_naming_it(tmp_path, monkeypatch, capsys):
+    """Outside a job too (resolving a run), a plug-in's own exception names the plug-in in one line."""
+    from tests.conftest import install_plugin
+
+    source = (
+        "from dataclasses import dataclass\n"
+        "from bench.plugin import LossMethod\n"
+        "from bench.train.loop import TrainParams\n"
+        "@dataclass\n"
+        "class P(TrainParams):\n"
+        "    def __post_init__(self):\n"
+        "        raise ValueError('my parameters are broken')\n"
+        "class Fragile(LossMethod):\n"
+        "    Params = P\n"
+        "    description = 'breaks'\n"
+        "    def loss(self, logits, y):\n"
+        "        return logits.sum()\n"
+    )
+    install_plugin(tmp_path, monkeypatch, "bench_fragile", source, "[bench.methods]\nfragile = bench_fragile:Fragile\n")
+    assert main(["run", "--method", "fragile", "--suite", "ood", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "method plug-in 'fragile' of package bench-fragile 0.1 raised ValueError" in err[0]
