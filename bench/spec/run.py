@@ -174,7 +174,8 @@ def resolve(method: str, suite: str, *, check_backbone: bool = True, default_spa
                    device=device, precision=precision, compile=compile)
 
 
-def _as_list(value: Any) -> list:
+def as_list(value: Any) -> list:
+    """A grid axis's values: a list as it is, one value as a list of it."""
     return list(value) if isinstance(value, list | tuple) else [value]
 
 
@@ -190,11 +191,11 @@ def grid(check_backbone: bool = True, **values: Any) -> list[RunSpec]:
     combos = [dict(zip(lists, combo, strict=True)) for combo in itertools.product(*lists.values())]
     rest = {k: v for k, v in values.items() if k not in (*outer, "params", "seed", "sparsity")}
     out = []
-    for head in itertools.product(*(_as_list(values[k]) if k in values else [None] for k in outer)):
+    for head in itertools.product(*(as_list(values[k]) if k in values else [None] for k in outer)):
         fixed = {k: x for k, x in zip(outer, head, strict=True) if x is not None}
         for p in combos:
-            for seed in _as_list(values.get("seed", 0)):
-                for s in _as_list(values.get("sparsity")):
+            for seed in as_list(values.get("seed", 0)):
+                for s in as_list(values.get("sparsity")):
                     out.append(resolve(**fixed, sparsity=s, seed=seed, params=p,
                                        check_backbone=check_backbone, **rest))
     return out

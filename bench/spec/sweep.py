@@ -43,7 +43,7 @@ from typing import Any
 
 from bench.errors import BenchError
 from bench.registry import METHODS, SUITES, TASKS, did_you_mean
-from bench.spec.run import DEFAULTS, FIELD_NAMES, FIELDS, RunSpec, grid
+from bench.spec.run import DEFAULTS, FIELD_NAMES, FIELDS, RunSpec, as_list, grid
 from bench.store.records import Reference
 
 RUN_KEYS = FIELD_NAMES
@@ -111,7 +111,7 @@ def load_spec(path: Path) -> SweepSpec:
     groups = []
     for i, g in enumerate(raw.get("group", []), 1):
         _keys(path, f"group {i}", g, RUN_KEYS)
-        for task in _as_list(g.get("task", defaults.get("task", DEFAULTS["task"]))):
+        for task in as_list(g.get("task", defaults.get("task", DEFAULTS["task"]))):
             layers = (defaults, per_task.get(task, {}), g)  # a later layer wins, parameters add up
             merged = {k: v for layer in layers for k, v in layer.items()} | {"task": task}
             for k in ("params", "suite_params"):
@@ -206,10 +206,6 @@ def _throughput(path: Path, est: dict) -> Throughput:
     base = Throughput(**numbers("[estimate]", {k: v for k, v in est.items() if k not in tasks}))
     return dataclasses.replace(base, tasks={t: dataclasses.replace(base, **numbers(f"[estimate.{t}]", v))
                                             for t, v in tasks.items()})
-
-
-def _as_list(value: Any) -> list:
-    return list(value) if isinstance(value, list) else [value]
 
 
 def runs(spec: SweepSpec, only: dict[str, list] | None = None, check_backbones: bool = True,
