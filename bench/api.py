@@ -10,6 +10,7 @@ leaderboard checks records with it on machines without torch.
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -69,7 +70,7 @@ class Candidate:
     model: nn.Module
     tokenizer: Any
     lineage: dict
-    info: dict = field(default_factory=dict)  # method-specific numbers worth recording
+    info: dict = field(default_factory=dict)  # the method's own numbers; ``kept``: [[stage, step kept, steps run], ...]
     sparsity: SparsityReport | None = None
     masks: dict[str, torch.Tensor] = field(default_factory=dict)  # filled when cached
 
@@ -87,6 +88,14 @@ class Method(ABC):
     sparse: ClassVar[bool] = False  # takes --sparsity
     default_sparsity: ClassVar[float] = 0.5  # when --sparsity is not given
     reference: ClassVar[bool] = False  # its loss=ce model is what F_bias compares with (one method)
+    labelled: ClassVar[tuple[str, ...]] = ("loss",)  # the parameters ``label`` shows; the others tell variants apart
+
+    def variant(self, params: Any) -> list[str]:
+        """What tells this run's leaderboard row apart from others of its label: the parameters
+        that differ from their defaults and that ``label`` does not show, as ``key=value``."""
+        defaults = {f.name: f.default for f in dataclasses.fields(params)}
+        values = dataclasses.asdict(params)
+        return [f"{k}={v}" for k, v in sorted(values.items()) if v != defaults[k] and k not in self.labelled]
 
     def label(self, params: Any) -> str:
         """The leaderboard row label, e.g. 'finetune (poe)'."""
@@ -102,11 +111,22 @@ class Method(ABC):
         """Reject a parameter / sparsity combination before any work starts (BenchError)."""
         return None
 
+    def check_inputs(self, params: Any, task: TaskData, backbone: Backbone) -> None:
+        """Reject what only the task or the backbone shows (a checkpoint's labels that do not
+        match the task's), in preflight, before any job of the plan runs (BenchError)."""
+        return None
+
     def requires(self, params: Any, sparsity: float | None, reference: Need) -> list[Need]:
         """Every candidate ``build`` will ``ctx.require``; ``reference`` is the full standard-CE
         model (the confidence-regularisation teacher). The runner refuses a ``require`` that is
         not declared here, so a sweep's plan is never incomplete."""
         return confreg_teacher(getattr(params, "loss", None), reference)
+
+    def baseline(self, params: Any, reference: Need) -> Need:
+        """The candidate this method's is compared with on the leaderboard (its records'
+        ``baseline``): the full standard-CE model of the recipe (``reference``), or, for a
+        method that compresses a given model, that model."""
+        return reference
 
     def epochs(self, params: Any, sparsity: float | None) -> float:
         """Passes over the training set that ``build`` itself makes (requirements excluded),

@@ -88,6 +88,13 @@ def _parser() -> argparse.ArgumentParser:
     rs.add_argument("out", nargs="+", help="output directories whose records/ to check (for example results/*)")
     rs.add_argument("--data-dir", help="where the evaluation data is, if not where the runs found it")
 
+    ex = sub.add_parser("export", help="save a candidate as a standard Hugging Face checkpoint directory")
+    ex.add_argument("source", help="a run record (records/*.json) or a cached candidate's directory (artifacts/*)")
+    ex.add_argument("--to", required=True, help="the new checkpoint directory")
+
+    mg = sub.add_parser("migrate", help="rewrite records of an older schema as the current one (docs/records.md)")
+    mg.add_argument("out", nargs="+", help="output directories whose records/ to rewrite (for example results/*)")
+
     sub.add_parser("conformance", help="check every published hyper-parameter against its paper; write docs/recipes.md")
 
     data = sub.add_parser("data", help="the real evaluation files: list them, fetch them, verify a folder (docs/data.md)")
@@ -141,7 +148,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     from bench.core.batch import degenerate, records_of, run_batch
     from bench.errors import BenchError
     from bench.spec.sweep import load_spec, runs
-    from bench.store.records import write_references
+    from bench.store.references import write_references
 
     spec = load_spec(Path(a.spec))
     only = {k: getattr(a, k) for k in ("method", "suite", "task", "seed") if getattr(a, k)}
@@ -220,6 +227,16 @@ def cmd_rescore(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_migrate(a: argparse.Namespace) -> None:
+    from bench import __version__
+    from bench.store.migrate import migrate
+    from bench.store.records import study_folders
+
+    for out in {f.resolve(): f for o in a.out for f in study_folders(Path(o))}.values():
+        rewritten, current = migrate(out, __version__)
+        print(f"{out}: {rewritten} records rewritten, {current} already current")
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -242,6 +259,13 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_rescore(a)
         elif a.cmd == "data":
             return cmd_data(a)
+        elif a.cmd == "migrate":
+            cmd_migrate(a)
+        elif a.cmd == "export":
+            from bench.core.cache import export
+
+            print(f"exported {export(Path(a.source), Path(a.to))} (labels: the task's; load it with transformers, "
+                  f"or judge it with --method checkpoint --backbone {a.to})")
         elif a.cmd == "conformance":
             from bench.spec.conformance import write
 

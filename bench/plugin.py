@@ -6,16 +6,20 @@
   per group, leaderboard columns, re-scoring and gold-label checks.
 - ``LossMethod``: fine-tune with my loss. A subclass gives ``loss(logits, y)``; it trains with
   the harness's recipe parameters (epochs, lr, ...), keeping the best ID-dev checkpoint.
-- ``PruneMethod``: prune with my score. A subclass gives ``score(weight) -> tensor`` (higher
-  keeps); each prunable matrix of the recipe's fine-tuned model keeps its top (1 - s) weights,
-  then the subnetwork is fine-tuned again with cross-entropy for ``retrain_epochs``.
+- ``PruneMethod``: prune with my score. A subclass gives ``score(layer) -> tensor`` (higher
+  keeps; ``layer`` has the matrix's name, weight and its input's statistics over a calibration
+  pass), or a whole ``prune(layer, sparsity, params)`` rule; each prunable matrix of the start model
+  (the recipe's fine-tuned model, or a checkpoint as it is) keeps its top (1 - s) weights, per
+  matrix or per output row, or N of every M; then the subnetwork is fine-tuned again with
+  cross-entropy for ``retrain_epochs`` (0: not at all).
 """
 
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -31,10 +35,12 @@ from bench.api import (
     SuiteResult,
     TaskData,
 )
+from bench.errors import BenchError
 from bench.metrics import accuracy, id_metric
 from bench.model.backbone import load_classifier, load_tokenizer
 from bench.model.losses import ce
-from bench.model.masking import apply_masks, prunable_linears, top_masks
+from bench.model.masking import apply_masks
+from bench.model.oneshot import Layer, calibration_sample, keep_mask, parse_pattern, prune_sequentially
 from bench.model.predict import predict_logits, prediction_rows
 from bench.train.loop import TrainParams, train
 
@@ -96,34 +102,94 @@ class LossMethod(Method):
         model = load_classifier(ctx.backbone, len(ctx.task.labels), ctx.seed)
         result = train(model, tok, ctx, p, lambda logits, y, idx: self.loss(logits, y), desc=self.name)
         return Candidate(model=model, tokenizer=tok, lineage={},
-                         info={"best_step": result.best_step, "best_dev": result.best_dev, "train_seconds": result.seconds})
+                         info={"best_step": result.best_step, "best_dev": result.best_dev, "train_seconds": result.seconds,
+                               "kept": [result.kept()]})
 
 
 @dataclass
-class PruneParams(TrainParams):
-    retrain_epochs: float = 1.0
+class StartParams(TrainParams):
+    """A method that compresses a model it is given: the recipe's fine-tuned model, or the
+    ``--backbone`` checkpoint as it is; the leaderboard compares it with that model."""
+
+    start: str = "finetune"  # the model compressed: the recipe's fine-tuned model, or "checkpoint" (--backbone as it is)
+    label_map: str = ""  # with start=checkpoint: its label names mapped onto the task's (see the checkpoint method)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.start not in ("finetune", "checkpoint"):
+            raise BenchError(f"start must be 'finetune' or 'checkpoint', got '{self.start}'")
+
+    def start_need(self) -> Need:
+        return Need("checkpoint", None, {"label_map": self.label_map}) if self.start == "checkpoint" else finetuned(self.recipe())
+
+
+@dataclass
+class PruneParams(StartParams):
+    retrain_epochs: float = 1.0  # 0: one-shot, no retraining
+    calibration: int = 128  # calibration examples (a seeded sample of the training split) for Layer's statistics
+    pattern: str = "unstructured"  # or N:M: the N highest of every M consecutive weights of a row are kept (2:4, 4:8)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        parse_pattern(self.pattern)
+        if not (math.isfinite(self.retrain_epochs) and self.retrain_epochs >= 0):
+            raise BenchError(f"retrain_epochs must be at least 0 (0: no retraining), got {self.retrain_epochs}")
+        if self.calibration < 1:
+            raise BenchError(f"calibration must be at least 1 example, got {self.calibration}")
 
 
 class PruneMethod(Method):
+    """Prune the start model's prunable matrices encoder block by encoder block with a score (or
+    a whole rule), from input statistics of a calibration pass (``bench.model.oneshot``), then
+    retrain for ``retrain_epochs`` (0: none)."""
+
     Params = PruneParams
     sparse = True
+    labelled = ("loss", "pattern", "start")
+    group: ClassVar[str] = "layer"  # where scores compete: the whole matrix ("layer") or each output row ("row")
+    hessian: ClassVar[bool] = False  # whether ``prune`` needs Layer.hessian (an in x in matrix per layer)
 
-    def score(self, weight: torch.Tensor) -> torch.Tensor:
+    def score(self, layer: Layer) -> torch.Tensor:
+        """Higher keeps; the shape of ``layer.weight``."""
         raise NotImplementedError
 
+    def prune(self, layer: Layer, sparsity: float, p: PruneParams) -> torch.Tensor:
+        """The layer's new weight, pruned weights zero: by default the top scores of each group kept."""
+        return layer.weight * keep_mask(self.score(layer).float(), sparsity, self.group, parse_pattern(p.pattern))
+
     def label(self, p: PruneParams) -> str:
-        return self.name
+        parts = [p.pattern] if p.pattern != "unstructured" else []
+        parts += ["from checkpoint"] if p.start == "checkpoint" else []
+        return f"{self.name} ({', '.join(parts)})" if parts else self.name
+
+    def check(self, p: PruneParams, sparsity: float | None) -> None:
+        nm = parse_pattern(p.pattern)
+        if nm and sparsity is not None and abs(sparsity - (1 - nm[0] / nm[1])) > 1e-9:
+            raise BenchError(f"pattern {p.pattern} keeps {nm[0]} of every {nm[1]} weights: --sparsity {1 - nm[0] / nm[1]:g}, "
+                             f"not {sparsity:g}")
 
     def requires(self, p: PruneParams, sparsity: float | None, reference: Need) -> list[Need]:
-        return [finetuned(p.recipe())]
+        return [p.start_need()]
+
+    def baseline(self, p: PruneParams, reference: Need) -> Need:
+        return p.start_need()  # compared with the model it pruned
+
+    def epochs(self, p: PruneParams, sparsity: float | None) -> float:
+        return p.retrain_epochs
+
+    def fixed_examples(self, p: PruneParams) -> int:
+        return 2 * p.calibration  # a forward pass of the sample per encoder block, about a third of a training step each
 
     def build(self, ctx: Context, p: PruneParams) -> Candidate:
-        start = ctx.require(finetuned(p.recipe()))
+        start = ctx.require(p.start_need())
         model, tok = copy.deepcopy(start.model), start.tokenizer
-        scores = {name: self.score(lin.weight.detach()).float() for name, lin in prunable_linears(model).items()}
-        apply_masks(model, top_masks(scores, ctx.sparsity))
-        rp = TrainParams(epochs=p.retrain_epochs, lr=p.lr, batch_size=p.batch_size, weight_decay=p.weight_decay,
-                         warmup_ratio=p.warmup_ratio, eval_every=p.eval_every, max_grad_norm=p.max_grad_norm)
-        result = train(model, tok, ctx, rp, lambda logits, y, idx: ce(logits, y), desc=f"{self.name} retrain")
-        return Candidate(model=model, tokenizer=tok, lineage={},
-                         info={"start_model": start.lineage.get("key"), "best_dev": result.best_dev})
+        sample = calibration_sample(ctx.task.train, p.calibration, ctx.seed)
+        masks = prune_sequentially(model, tok, sample, ctx.task.max_length, ctx.device,
+                                   lambda layer: self.prune(layer, ctx.sparsity, p), hessian=self.hessian)
+        apply_masks(model, masks)
+        info = {"start_model": start.lineage.get("key"), "calibration": len(sample)}
+        if p.retrain_epochs > 0:
+            rp = TrainParams(**{**p.recipe(), "epochs": p.retrain_epochs})
+            result = train(model, tok, ctx, rp, lambda logits, y, idx: ce(logits, y), desc=f"{self.name} retrain")
+            info |= {"best_dev": result.best_dev, "kept": [result.kept()]}
+        return Candidate(model=model, tokenizer=tok, lineage={}, info=info)

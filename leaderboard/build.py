@@ -33,7 +33,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench.store.records import Column, Record, Reference
+from bench.store.records import Column, Record
+from bench.store.references import Reference
 from leaderboard.pairing import device
 from leaderboard.plot import heatmap, plot
 from leaderboard.sections import (
@@ -145,22 +146,21 @@ def details_tables(sec: Section) -> list[tuple[str, pd.DataFrame]]:
     return out
 
 
-KEPT = {"training": ("best_step", ("train_steps", "retrain_steps")), "ticket search": ("search_best_step", ("search_steps",))}
-
-
 def kept_table(sec: Section) -> pd.DataFrame | None:
     """Which checkpoint each seed's model is, where its method kept the best on dev: step kept /
-    steps run (``method_info``). A model kept long before its training ended is that early
-    model, whatever the recipe's epochs say; its robustness numbers describe it, so the step is
-    shown beside them rather than judged by a threshold."""
+    steps run, for each stage the method names (``method_info["kept"]``). A model kept long
+    before its training ended is that early model, whatever the recipe's epochs say; its
+    robustness numbers describe it, so the step is shown beside them rather than judged by a
+    threshold."""
+    kept = {id(c): {s: {k[0]: k[1:] for k in next(r for r in c.records if r.seed == s).method_info.get("kept", [])}
+                    for s in c.seeds} for c in sec.candidates}
+    stages = list(dict.fromkeys(stage for by_seed in kept.values() for k in by_seed.values() for stage in k))
     rows = []
     for cand in sec.candidates:
-        first = {s: next(r for r in cand.records if r.seed == s) for s in cand.seeds}
         cells = {}
-        for name, (kept, runs) in KEPT.items():
-            parts = [f"s{s} {mi[kept]}/{mi[run]}" for s, r in first.items() if kept in (mi := r.method_info)
-                     for run in runs if run in mi]
-            cells[f"{name}: step kept / steps"] = ", ".join(parts) or "–"
+        for stage in stages:
+            parts = [f"s{s} {k[stage][0]}/{k[stage][1]}" for s, k in kept[id(cand)].items() if stage in k]
+            cells[f"{stage}: step kept / steps"] = ", ".join(parts) or "–"
         if any(v != "–" for v in cells.values()):
             rows.append({"method": cand.name, "sparsity": _sparsity(cand)} | cells)
     return pd.DataFrame(rows) if rows else None

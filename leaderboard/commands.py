@@ -32,7 +32,7 @@ def write(out: Path | list[Path], output: Path | None = None) -> tuple[Path, lis
     give one table per task and backbone with every candidate of them all. Only records that
     pass ``leaderboard.evidence.check`` are shown; returns the file and one line for each record
     left out (said on stderr here, so that the caller can exit non-zero once the rest is done)."""
-    from bench.store.records import load_references
+    from bench.store.references import load_references
     from leaderboard.build import build  # pandas and plots: only when a table is written
     from leaderboard.evidence import check, same_results
 

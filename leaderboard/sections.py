@@ -15,17 +15,16 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from bench.store.records import Column, Record, Reference
+from bench.store.records import Column, Record
+from bench.store.references import Reference
 from leaderboard.evidence import outcomes_of
 
 if TYPE_CHECKING:
     from leaderboard.pairing import Test
 
-SHOWN_IN_LABEL = ("loss", "rewind", "paradigm", "retrain_loss", "ticket")  # already part of the method's label
 SCALE = {"percent": (100.0, 1), "points": (100.0, 1), "ratio": (1.0, 2), "number": (1.0, 1)}
 SHARE, DIFFERENCE = (0.0, 1.0), (-1.0, 1.0)
 BOUNDS = {"percent": SHARE, "points": DIFFERENCE}  # the range a column's interval must stay in
-REFERENCE_LABEL = "finetune (ce)"
 
 
 def nonzero(r: Record) -> int:
@@ -42,11 +41,11 @@ def suite_setting(r: Record) -> str:
 
 
 def _variant(r: Record, suite_varies: bool) -> tuple[str, ...]:
-    """What distinguishes runs of one label that must not be averaged as seeds: non-default
-    parameters, the example cap, precision and device (and the suite's settings where one
-    table holds several)."""
+    """What distinguishes runs of one label that must not be averaged as seeds: the parameters
+    the method names as its variant, the example cap, precision and device (and the suite's
+    settings where one table holds several)."""
     conf = r.provenance.get("config", {})
-    parts = [f"{k}={v}" for k, v in sorted(conf.get("params", {}).items()) if k not in SHOWN_IN_LABEL]
+    parts = list(r.variant)
     if conf.get("max_examples"):
         parts.append(f"max_examples={conf['max_examples']}")
     parts += [v for v in (conf.get("precision"), conf.get("device")) if v and v not in ("fp32", "cpu")]
@@ -150,13 +149,19 @@ def _candidates(records: list[Record]) -> list[Candidate]:
 
 
 def _reference(candidates: list[Candidate], records: list[Record]) -> tuple[Candidate | None, str]:
-    """The candidate the records name as their reference most often; else (an attack study names
-    no reference, and its runs may all share a setting such as a cap) the dense ``finetune (ce)``.
-    Either way the fewest settings win a tie; a tie that remains gives no reference (and says
-    why) rather than one settled by sort order."""
-    links = [r.reference for r in records if r.reference]
-    score = {id(c): sum(link in {r.run_id for r in c.records} for link in links) for c in candidates}
-    pool = [c for c in candidates if score[id(c)]] or [c for c in candidates if c.label == REFERENCE_LABEL and c.target is None]
+    """The candidate the records name as their ``baseline`` most often, a link counting for the
+    candidate that holds that artifact judged by the linking record's suite and settings. The
+    fewest settings win a tie; a tie that remains gives no reference (and says why) rather than
+    one settled by sort order."""
+    held = defaultdict(set)  # (artifact, suite, its settings) -> the candidates holding it
+    for c in candidates:
+        for r in c.records:
+            held[(r.artifact.get("key"), r.suite, suite_setting(r))].add(id(c))
+    score = defaultdict(int)
+    for r in records:
+        for c in held.get((r.baseline, r.suite, suite_setting(r)), ()) if r.baseline else ():
+            score[c] += 1
+    pool = [c for c in candidates if score[id(c)]]
     if not pool:
         return None, ""
     rank = {id(c): (-score[id(c)], len(c.settings)) for c in pool}

@@ -181,5 +181,6 @@ class Distilled(Method):
         result = train(model, tok, ctx, TrainParams(loss="ce", **p.recipe()), lambda logits, y, idx: ce(logits, y),
                        desc=f"{p.student} student")
         info.update(layers=_depth(model), teacher_layers=teacher_depth, best_step=result.best_step,
-                    best_dev=result.best_dev, train_steps=result.steps, train_seconds=result.seconds, history=result.history)
+                    best_dev=result.best_dev, train_steps=result.steps, kept=[result.kept()], train_seconds=result.seconds,
+                    history=result.history)
         return Candidate(model=model, tokenizer=tok, lineage={}, info=info)

@@ -39,6 +39,6 @@ class Finetune(Method):
         model = load_classifier(ctx.backbone, len(ctx.task.labels), ctx.seed)
         loss_fn, info = make_loss(params.loss, ctx, model, tok)
         result = train(model, tok, ctx, params, loss_fn, stop_at=params.checkpoint_step, desc=f"finetune {params.loss}")
-        info.update(best_step=result.best_step, best_dev=result.best_dev, train_steps=result.steps,
+        info.update(best_step=result.best_step, best_dev=result.best_dev, train_steps=result.steps, kept=[result.kept()],
                     train_seconds=result.seconds, history=result.history)
         return Candidate(model=model, tokenizer=tok, lineage={}, info=info)

@@ -117,6 +117,6 @@ class HeadPruning(Method):
         if p.retrain_epochs > 0:
             result = train(model, tok, ctx, TrainParams(loss="ce", **{**p.recipe(), "epochs": p.retrain_epochs}),
                            lambda logits, y, idx: ce(logits, y), desc=f"head-pruned {p.fraction:.0%}")
-            info.update(best_step=result.best_step, best_dev=result.best_dev, train_steps=result.steps,
+            info.update(best_step=result.best_step, best_dev=result.best_dev, train_steps=result.steps, kept=[result.kept()],
                         train_seconds=result.seconds, history=result.history)
         return Candidate(model=model, tokenizer=tok, lineage={}, info=info)

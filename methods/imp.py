@@ -56,6 +56,8 @@ class IMP(Method):
     Params = IMPParams
     sparse = True
 
+    labelled = ("loss", "rewind")
+
     def label(self, p: IMPParams) -> str:
         if p.rewind:
             return f"imp-rewind ({p.prune_loss or p.loss} mask, {p.loss} retrain)"
@@ -90,7 +92,8 @@ class IMP(Method):
         result = train(model, tok, ctx, p, loss_fn, on_step=on_step, restart=frozenset(steps), stop_at=stop,
                        desc=f"imp {ctx.sparsity:.2f} {p.loss}")
         info.update(train_steps=result.steps, train_seconds=result.seconds, prune_steps=sorted(steps),
-                    returned_at=stop, history=result.history, best_step=result.best_step, best_dev=result.best_dev)
+                    returned_at=stop, history=result.history, best_step=result.best_step, best_dev=result.best_dev,
+                    kept=[result.kept()])
         return Candidate(model=model, tokenizer=tok, lineage={}, info=info)
 
     def _rewind(self, ctx: Context, p: IMPParams) -> Candidate:
@@ -118,7 +121,7 @@ class IMP(Method):
         result = train(model, tok, ctx, p, loss_fn, desc=f"imp-rewind {ctx.sparsity:.2f} {p.loss}")
         info.update({f"retrain_{k}": v for k, v in retrain_info.items()})
         info.update(prune_loss=prune_loss, search_steps=last, prune_steps=[s for s, _ in schedule],
-                    best_step=result.best_step, best_dev=result.best_dev, train_steps=result.steps,
+                    best_step=result.best_step, best_dev=result.best_dev, train_steps=result.steps, kept=[result.kept()],
                     train_seconds=result.seconds, history=result.history)
         return Candidate(model=model, tokenizer=tok, lineage={}, info=info)
 

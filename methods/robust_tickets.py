@@ -108,6 +108,8 @@ class RobustTickets(Method):
     Params = RobustTicketsParams
     sparse = True
 
+    labelled = ("loss", "ticket")
+
     def label(self, p: RobustTicketsParams) -> str:
         return {"robust": "robust ticket", "random": "random ticket", "imp": "IMP ticket"}[p.ticket] + " (retrained, ce)"
 
@@ -200,7 +202,7 @@ class RobustTickets(Method):
         info = {"start_model": start.lineage.get("key"), "search_steps": result.steps, "search_best_step": result.best_step,
                 "search_best_dev": result.best_dev, "search_history": result.history, "search_seconds": result.seconds,
                 "l0_start": penalties[0] if penalties else None, "l0_end": penalties[-1] if penalties else None,
-                "max_delta_norm": max(norms) if norms else None}
+                "max_delta_norm": max(norms) if norms else None, "kept": [result.kept("ticket search")]}
         return masks, info, model
 
     @staticmethod
@@ -213,6 +215,7 @@ class RobustTickets(Method):
                          max_grad_norm=p.max_grad_norm)
         result = train(model, tok, ctx, rp, lambda logits, y, idx: ce(logits, y), desc="ticket retrain")
         info.update(retrain_steps=result.steps, best_step=result.best_step, best_dev=result.best_dev,
+                    kept=[result.kept(), *info.get("kept", [])],
                     retrain_history=result.history, train_seconds=result.seconds, **budget(p, ctx.sparsity))
         return Candidate(model=model, tokenizer=tok, lineage={}, info=info)
 
@@ -272,5 +275,5 @@ class FreeLB(Method):
         result = train(model, tok, ctx, p, loss_fn=None,  # type: ignore[arg-type]
                        step_fn=lambda m, inputs, y, idx, step, total: freelb_loss(m, inputs, y, p, ctx), desc="freelb")
         info = {"best_step": result.best_step, "best_dev": result.best_dev, "train_steps": result.steps,
-                "train_seconds": result.seconds, "history": result.history}
+                "kept": [result.kept()], "train_seconds": result.seconds, "history": result.history}
         return Candidate(model=model, tokenizer=tok, lineage={}, info=info)

@@ -157,6 +157,8 @@ class SRNet(Method):
     Params = SRNetParams
     sparse = True
 
+    labelled = ("loss", "paradigm", "retrain_loss")
+
     def label(self, p: SRNetParams) -> str:
         if p.paradigm == "rewind":
             return f"srnet-rewind ({p.loss} mask, {p.retrain_loss} retrain)"
@@ -241,7 +243,7 @@ class SRNet(Method):
         # how far mask training moved from its initial (magnitude, for hard init) mask
         kept = sum(int(a.sum()) for a in initial)
         info["mask_changed"] = sum(int((a & ~m.mask).sum()) for a, m in zip(initial, masks, strict=True)) / max(kept, 1)
-        info.update(best_step=result.best_step, best_dev=result.best_dev, train_steps=result.steps,
+        info.update(best_step=result.best_step, best_dev=result.best_dev, train_steps=result.steps, kept=[result.kept()],
                     train_seconds=result.seconds, history=result.history, resets=resets)
         return Candidate(model=model, tokenizer=tok, lineage={}, info=info)
 
@@ -253,7 +255,7 @@ class SRNet(Method):
         result = train(model, tok, ctx, TrainParams(loss=p.retrain_loss, **p.recipe()), loss_fn,
                        desc=f"srnet-rewind {sparsity:.2f} {p.retrain_loss}")
         info.update(mask_from=found.lineage.get("key"), best_step=result.best_step, best_dev=result.best_dev,
-                    train_steps=result.steps, train_seconds=result.seconds, history=result.history)
+                    train_steps=result.steps, kept=[result.kept()], train_seconds=result.seconds, history=result.history)
         return Candidate(model=model, tokenizer=tok, lineage={}, info=info)
 
 

@@ -1,5 +1,5 @@
 """The plug-in examples of docs/plugins.md, installed with pip as a user would (entry points in
-a dist-info), run on the embedded task, and found on the generated leaderboard (issue 28)."""
+a dist-info), run on the embedded task, and found on the generated leaderboard."""
 
 import json
 import os

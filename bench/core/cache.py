@@ -21,6 +21,7 @@ from bench.errors import BenchError
 from bench.model.backbone import Backbone, load_tokenizer, resolve
 from bench.model.heads import load_pruned
 from bench.model.masking import sparsity_report
+from bench.model.quant import restore
 from bench.registry import METHODS
 from bench.spec.run import RunSpec, digest
 from bench.store.atomic import atomic_dir, write_atomic
@@ -66,5 +67,39 @@ def load(art: Path, lineage: dict) -> Candidate:
     except Exception as e:
         raise BenchError(f"cached checkpoint {art} is unreadable ({type(e).__name__}); delete that directory to rebuild it") from e
     tok = load_tokenizer(Backbone(str(art), str(art), True))
-    return Candidate(model=model, tokenizer=tok, lineage=lineage, info=meta["info"], masks=masks,
-                     sparsity=sparsity_report(model))  # counted from the weights, as when it was saved
+    report = sparsity_report(model)  # counted from the weights, as when it was saved
+    return Candidate(model=restore(model, meta["info"]), tokenizer=tok, lineage=lineage, info=meta["info"], masks=masks,
+                     sparsity=report)
+
+
+OWN_FILES = ("masks.safetensors", "candidate.json", "SHA256SUMS")  # the harness's, not a checkpoint's
+
+
+def export(source: Path, to: Path) -> Path:
+    """A cached candidate as a standard Hugging Face checkpoint directory: config (its
+    ``id2label`` the task's labels), tokenizer and safetensors weights, which
+    ``AutoModelForSequenceClassification.from_pretrained`` loads as it is and the ``checkpoint``
+    method judges to the same predictions. ``source`` is a record (its candidate) or an
+    artifact directory; it is read only when its checksums hold."""
+    from bench.store.atomic import damage
+    from bench.store.records import load_record
+
+    art = source
+    if source.suffix == ".json":
+        art = (source.parent / load_record(source).artifact["dir"]).resolve()
+    if not (art / "candidate.json").is_file():
+        raise BenchError(f"{source} is neither a run record nor a cached candidate's directory (no candidate.json)")
+    if (why := damage(art)) is not None:
+        raise BenchError(f"cached candidate {art} is damaged ({why}); rerun its run with --force to rebuild it")
+    config = json.loads((art / "config.json").read_text())
+    if json.loads((art / "candidate.json").read_text())["info"].get("quantize"):
+        raise BenchError(f"{art} is dynamically quantized on load, which a standard checkpoint cannot say; not exported")
+    if config.get("bench_kept_heads"):
+        raise BenchError(f"{art} has attention heads removed, which a standard checkpoint cannot say; not exported")
+    if to.exists():
+        raise BenchError(f"{to} exists; export into a new directory")
+    with atomic_dir(to) as tmp:
+        for f in sorted(art.iterdir()):
+            if f.name not in OWN_FILES:
+                (tmp / f.name).write_bytes(f.read_bytes())
+    return to

@@ -35,8 +35,9 @@ from bench.model.backbone import load_classifier, resolve
 from bench.model.efficiency import COLUMNS as EFFICIENCY
 from bench.model.efficiency import measure
 from bench.model.masking import bake, current_masks, sparsity_report
+from bench.model.quant import restore
 from bench.registry import METHODS, SUITES, TASKS
-from bench.spec.requires import needed, reference_need, reference_of
+from bench.spec.requires import baseline_of, needed, reference_need, reference_of
 from bench.spec.run import RunSpec, digest
 from bench.store.atomic import intact
 from bench.store.records import Record, finished, load_record, record_path, write_run
@@ -100,6 +101,8 @@ class Runner:
         torch.manual_seed(spec.seed)
         cand = method.build(self.context(spec, for_suite=False), spec.params)
         cand.lineage = lineage
+        labels = self.task_data(spec).labels  # a saved candidate is a standard checkpoint of the task (cache.export)
+        cand.model.config.id2label, cand.model.config.label2id = dict(enumerate(labels)), {x: i for i, x in enumerate(labels)}
         cand.masks = current_masks(cand.model)
         bake(cand.model)  # the report counts the plain exported weights, nothing of the mask machinery
         cand.sparsity = sparsity_report(cand.model)
@@ -107,6 +110,7 @@ class Runner:
             raise BenchError(f"{spec.method} reached sparsity {cand.sparsity.sparsity:.4f} below its target "
                              f"{spec.sparsity} (too few training steps? raise --param epochs or --max-examples)")
         cache.save(art, cand)
+        cand.model = restore(cand.model, cand.info)  # as evaluated: int8 where the method quantized
         return cand
 
     def context(self, spec: RunSpec, for_suite: bool) -> Context:
@@ -176,12 +180,13 @@ class Runner:
         def record_of(predictions: str, checksum: str) -> Record:
             return Record(
                 run_id=rid, method=spec.method, label=method.label(spec.params), params=dataclasses.asdict(spec.params),
+                variant=method.variant(spec.params), baseline=cache.lineage(baseline_of(spec), task)["key"],
                 task=spec.task, backbone=spec.backbone, seed=spec.seed, suite=spec.suite,
                 sparsity={"target": spec.sparsity, **cand.sparsity.to_dict()}, metrics=metrics, details=result.details,
                 method_info=cand.info, predictions=predictions, predictions_sha256=checksum, reference=reference,
                 artifact={"dir": f"../artifacts/{cand.lineage['key']}", "key": cand.lineage["key"]},
                 provenance=dataclasses.asdict(Provenance(
-                    config=spec.config() | {"bench": __version__},
+                    config={k: v for k, v in spec.config().items() if k != "params"} | {"bench": __version__},
                     data={"note": task.note, "sources": [dataclasses.asdict(s) for s in task.sources]
                           + [dataclasses.asdict(o.source) for o in task.ood.values()]},
                     device=device_info(ctx.device), wall_seconds=round(time.time() - t0, 2), memory=peak_memory(ctx.device),

@@ -116,6 +116,24 @@ def load_classifier(bb: Backbone, num_labels: int, seed: int):
     return model
 
 
+def load_finetuned(bb: Backbone):
+    """A sequence-classification checkpoint with its own head, every weight loaded as saved: a
+    missing or resized weight (the head included) is a one-line error, never a random one."""
+    from transformers import AutoModelForSequenceClassification
+
+    try:
+        model, info = AutoModelForSequenceClassification.from_pretrained(
+            bb.path, local_files_only=bb.local_only, trust_remote_code=False, output_loading_info=True)
+    except Exception as e:
+        raise _unavailable(bb, e) from e
+    missing = list(info.get("missing_keys", [])) + [k[0] if isinstance(k, tuple) else k for k in info.get("mismatched_keys", [])]
+    if missing:
+        raise BenchError(f"checkpoint {bb.name}: {len(missing)} weights are not in it (e.g. {', '.join(sorted(missing)[:3])}): "
+                         "not a fine-tuned classifier of this architecture")
+    model.config.bench_loaded_weights = weights_fingerprint(model, model.base_model_prefix)
+    return model
+
+
 def check_loaded(bb: Backbone, model, info: dict) -> None:
     """Only the classification head may be new (missing, or of another size); a missing weight of
     the backbone itself is a one-line error naming a few, and what the checkpoint had instead."""

@@ -18,6 +18,7 @@ import torch
 
 from bench.data.examples import Example, stratified_sample
 from bench.model.predict import autocast, collate, encode
+from bench.model.quant import quantized_linears, state_bytes, tensors
 from bench.store.records import Column
 
 EXAMPLES = 64  # test examples timed (stratified sample)
@@ -67,7 +68,7 @@ def measure(model, tokenizer, dense, examples: list[Example], max_length: int, d
     for _ in range(REPEATS):
         pairs32.append((_seconds(model, b32, device, precision), _seconds(dense, b32, device, precision)))
         pairs1.append((_seconds(model, b1, device, precision), _seconds(dense, b1, device, precision)))
-    params = list(model.parameters())
+    params = tensors(model)
     out = {
         "eff/params_m": sum(p.numel() for p in params) / 1e6,
         "eff/nonzero_m": sum(int((p != 0).sum()) for p in params) / 1e6,
@@ -77,6 +78,8 @@ def measure(model, tokenizer, dense, examples: list[Example], max_length: int, d
         "eff/speedup_bs1": statistics.median(d / c for c, d in pairs1),
     }
     weights = artifact / "model.safetensors" if artifact else None
-    if weights is not None and weights.is_file():
+    if quantized_linears(model):  # what its packed int8 weights take, not the float copy the cache keeps
+        out["eff/disk_mb"] = state_bytes(model) / 1e6
+    elif weights is not None and weights.is_file():
         out["eff/disk_mb"] = weights.stat().st_size / 1e6
     return out

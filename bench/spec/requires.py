@@ -41,6 +41,15 @@ def needed(spec: RunSpec) -> list[RunSpec]:
             for n in method.requires(spec.params, spec.sparsity, reference_need(spec))]
 
 
+def baseline_of(spec: RunSpec) -> RunSpec:
+    """The candidate ``spec``'s candidate is compared with, whatever its suite: the one its
+    method names (``Method.baseline``; by default the full standard-CE model with the same
+    recipe). Every record names it, so that the leaderboard's reference is declared by the
+    records, not by a method's name."""
+    need = METHODS.get(spec.method).baseline(spec.params, reference_need(spec))
+    return spec.with_method(need.method, need.sparsity, need.params)
+
+
 def reference_of(spec: RunSpec) -> RunSpec | None:
     """The run whose metrics ``spec``'s suite compares with (``Suite.compare``); None when the
     suite compares nothing. It may be ``spec`` itself (the reference compares with itself)."""

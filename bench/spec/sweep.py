@@ -44,7 +44,7 @@ from typing import Any
 from bench.errors import BenchError
 from bench.registry import METHODS, SUITES, TASKS, did_you_mean
 from bench.spec.run import DEFAULTS, FIELD_NAMES, FIELDS, RunSpec, as_list, grid
-from bench.store.records import Reference
+from bench.store.references import Reference
 
 RUN_KEYS = FIELD_NAMES
 SPEC_KEYS = ("description", "defaults", "estimate", "group", "reference")

@@ -1,35 +1,40 @@
-"""Run records: one JSON file per run, written atomically, with full provenance; and the
-published reference numbers a sweep spec carries. Readable without torch: the leaderboard
-needs nothing else.
+"""Run records: one JSON file per run and its per-example predictions, written atomically, with
+full provenance. Readable without torch: the leaderboard needs nothing else.
 
-Schema (``SCHEMA_VERSION`` 1), one object per file under ``<out>/records/``:
+Schema (``SCHEMA_VERSION`` 2; ``bench migrate`` rewrites records of schema 1), one object per
+file under ``<out>/records/``:
 
 - ``schema_version``, ``run_id``, ``created`` (UTC ISO time)
-- ``method``, ``label`` (leaderboard row), ``params`` (resolved method parameters)
+- ``method``, ``label`` (leaderboard row), ``params`` (the method's parameters, all of them: the
+  one place they are stored), ``variant`` (those of them that tell this row apart from others of
+  its label, as ``key=value``: ``Method.variant``)
 - ``task``, ``backbone``, ``seed``, ``suite``
 - ``sparsity``: ``target`` (null for dense methods) and the achieved report: ``sparsity``,
   ``prunable`` (the denominator), ``zeros``, ``per_matrix``, ``head_sparsity``,
   ``total_params``, ``nonzero_params``
 - ``metrics``: flat ``name -> number``: ``id``, ``id_acc``, ``ood/<set>``, ``ood/<set>/<cell>``,
   ``pool/<pool>``, ``f_bias/<pool>``
-- ``details``: suite details (set sizes, pools); ``method_info``: the method's own numbers
+- ``details``: suite details (set sizes, pools); ``method_info``: the method's own numbers, with
+  ``kept`` ([stage, step kept, steps run] per stage, in the order shown) where it kept the best
+  checkpoint on dev
 - ``predictions``: path of the per-example file (gzipped JSON lines, one row per evaluated
   example: set, uid, gold, pred, and per suite the class probabilities or the attack's outcome,
   queries and perturbed text), relative to the record's directory; ``predictions_sha256`` its
-  checksum (the oldest records have neither, or an uncompressed file)
-- ``reference``: run_id of the full standard-CE record F_bias was computed against
+  checksum
+- ``reference``: run_id of the full standard-CE record F_bias was computed against (null for a
+  suite that compares nothing); ``baseline``: the artifact key of that candidate, named by every
+  record (an attack study's too): the leaderboard's reference is the candidate named most
 - ``artifact``: the cached candidate's directory and lineage key
 - ``degenerate``: null, or why the candidate did not learn its task (one class on > 95 % of the
   test set, or accuracy within 1 point of the majority class): flagged, never ranked
 - ``one_class``: per evaluated set, why the candidate answers one class on more than 95 % of a
-  balanced set (``bench.metrics.one_class``): that cell is flagged and never ranked; absent
-  (null) in records made before it was recorded, whose leaderboards compute it from the
-  predictions
+  balanced set (``bench.metrics.one_class``): that cell is flagged and never ranked
 - ``columns``: how each metric is shown on the leaderboard (``Column``), as its suite declared it
-- ``provenance``: ``config`` (the whole run spec), ``versions``, ``git``, ``backbone`` (its files' and its
-  loaded weights' fingerprints), ``plugins`` (method, suite and task: package, version, module
-  and a hash of its code), ``data`` (source descriptions and sha256 per file), ``device``,
-  ``wall_seconds``, ``memory`` (peak MB)
+- ``provenance``: ``config`` (the run's fields, its method parameters being ``params``),
+  ``versions``, ``git``, ``backbone`` (its files' and its loaded weights' fingerprints),
+  ``plugins`` (method, suite and task: package, version, module and a hash of its code),
+  ``data`` (source descriptions and sha256 per file), ``device``, ``wall_seconds``, ``memory``
+  (peak MB), and ``migrated`` where ``bench migrate`` rewrote it
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ from pathlib import Path
 from bench.errors import BenchError
 from bench.store.atomic import exclusive, write_atomic
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -103,9 +108,11 @@ class Record:
     reference: str | None
     artifact: dict
     provenance: dict
+    variant: list[str] = field(default_factory=list)
+    baseline: str | None = None
     created: str = ""
     degenerate: str | None = None  # why the candidate did not learn the task (bench.metrics.degenerate)
-    one_class: dict[str, str] | None = None  # set -> why it answers one class there (None: not recorded)
+    one_class: dict[str, str] | None = None  # set -> why it answers one class there
     predictions_sha256: str = ""
     columns: list[dict] = field(default_factory=list)  # Column.to_dict() of every metric, as declared
     schema_version: int = SCHEMA_VERSION
@@ -134,6 +141,8 @@ def load_record(path: Path) -> Record:
         data = json.loads(path.read_text())
         if not isinstance(data, dict):
             raise BenchError(f"{path}: not a run record (a JSON object is expected)")
+        if data.get("schema_version") == 1:
+            raise BenchError(f"{path}: record of schema 1; rewrite its folder with: python -m bench migrate {path.parent.parent}")
         if data.get("schema_version") != SCHEMA_VERSION:
             raise BenchError(f"{path}: record schema {data.get('schema_version')} is not {SCHEMA_VERSION}")
         return Record(**data, where=path.parent)
@@ -268,33 +277,3 @@ def parse_predictions(path: Path, data: bytes) -> list[dict]:
 def load_predictions(records_dir: Path, record: Record) -> list[dict]:
     """The record's per-example rows, checked against its checksum."""
     return parse_predictions(*read_predictions(records_dir, record))
-
-
-@dataclass(frozen=True)
-class Reference:
-    """A published number set, shown in the leaderboard as a labelled row, never averaged."""
-
-    source: str
-    task: str
-    suite: str
-    backbone: str
-    label: str
-    metrics: dict[str, float]
-    sparsity: float | None = None
-    note: str = ""
-
-
-def write_references(out: Path, name: str, references: list[Reference]) -> None:
-    """A sweep spec's published numbers beside the records, for every later leaderboard."""
-    if references:
-        write_atomic(out / "references" / f"{name}.json", json.dumps([asdict(r) for r in references], indent=1))
-
-
-def load_references(out: Path) -> list[Reference]:
-    refs = []
-    for p in sorted((out / "references").glob("*.json")):
-        try:
-            refs += [Reference(**r) for r in json.loads(p.read_text())]
-        except (OSError, ValueError, TypeError) as e:
-            raise BenchError(f"{p}: not a readable list of published references ({e})") from e
-    return refs

@@ -77,6 +77,11 @@ class TrainResult:
     seconds: float
     history: list[dict] = field(default_factory=list)
 
+    def kept(self, stage: str = "training") -> list:
+        """[stage, step kept, steps run]: which checkpoint the model is, the best on dev, as a
+        candidate's ``info["kept"]`` lists it (shown beside its robustness numbers)."""
+        return [stage, self.best_step, self.steps]
+
 
 def total_steps(n_train: int, p: TrainParams) -> int:
     return max(1, math.ceil(p.epochs * math.ceil(n_train / p.batch_size)))

@@ -123,7 +123,7 @@ def test_the_writability_probe_is_safe_when_runs_share_a_folder(tmp_path):
 
 def test_files_and_folders_get_the_users_umask_not_a_temporary_names_modes(tmp_path, monkeypatch):
     """mkstemp and mkdtemp create 0600 and 0700: renamed as they are, a record on a shared output
-    folder would be unreadable to everyone else (issue 68, item 6)."""
+    folder would be unreadable to everyone else."""
     import stat
 
     from bench.store import atomic
@@ -186,7 +186,7 @@ write_run(out, "r", rows, record_of)
 def test_a_record_and_its_predictions_are_written_as_one_unit_by_racing_writers(tmp_path):
     """Two writers of one run (different rows, as two thread counts give) started together, again
     and again: the record on disk always names the checksum of the predictions on disk, and its
-    label is the writer whose rows those are (issue 68, item 7)."""
+    label is the writer whose rows those are."""
     from bench.store.records import load_record, read_predictions
 
     script = tmp_path / "writer.py"

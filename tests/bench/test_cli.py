@@ -138,9 +138,9 @@ def test_srnet_bad_parameters(capsys, tmp_path, params, message):
 
 
 def test_a_backbone_whose_weight_names_do_not_match_stops_instead_of_training_random_weights(capsys, tmp_path, tiny_bert):
-    """A checkpoint saved under another prefix loaded, before, with every encoder weight at its
-    random initial value, and trained (issue 68, item 1). Now: one line naming a few missing
-    weights and what the file has instead, exit 2. A good backbone's record carries the
+    """A checkpoint saved under another prefix would load with every encoder weight at its random
+    initial value, and train. It stops instead: one line naming a few missing weights and what
+    the file has instead, exit 2. A good backbone's record carries the
     fingerprint of the weights it loaded."""
     from safetensors.torch import load_file, save_file
 
@@ -161,7 +161,7 @@ def test_a_backbone_whose_weight_names_do_not_match_stops_instead_of_training_ra
 
 
 def test_a_leaderboard_that_cannot_be_written_does_not_hide_the_failed_jobs(capsys, tmp_path, monkeypatch):
-    """Issue 68: a failed leaderboard write hid the 'N of M jobs failed' line."""
+    """A leaderboard that cannot be written does not hide the 'N of M jobs failed' line."""
     import bench.cli
     import bench.core.batch
     from bench.core.executors import Outcome

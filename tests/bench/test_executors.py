@@ -124,7 +124,7 @@ def test_killing_a_sweep_and_rerunning_it_finishes_only_the_missing_jobs(local_r
 
 
 def test_a_ray_cluster_started_as_a_user_would(local_records, tmp_path):
-    """Issue 26, item 5: `ray start --head` on this machine, then `bench sweep --executor ray
+    """`ray start --head` on this machine, then `bench sweep --executor ray
     --ray-address`; the sweep killed mid-way and run again (with `--ray-address auto`, as on a
     head node) gives the local executor's records."""
     pytest.importorskip("ray")
@@ -254,8 +254,8 @@ class Doomed(LossMethod):
 
 @pytest.mark.parametrize("executor", ["pool", "ray"])
 def test_a_worker_killed_mid_sweep_fails_its_own_job_only(executor, tmp_path, tiny_bert):
-    """Issue 68: one pool worker killed aborted the whole sweep (the other running job killed, no
-    leaderboard, no summary). Now its job fails, named with the signal; the others finish."""
+    """A killed worker fails its own job only, named with the signal; the others finish, and
+    the sweep writes its leaderboard and summary (a stock process pool aborts as a whole)."""
     if executor == "ray":
         pytest.importorskip("ray")
     plug = tmp_path / "plug"
@@ -293,7 +293,7 @@ def _sweep_pids(executor: str, sweep: int) -> list[int]:
 
 @pytest.mark.parametrize("executor", ["pool", "ray"])
 def test_workers_killed_at_random_lose_no_finished_record_and_a_rerun_does_only_the_rest(executor, tmp_path, tiny_bert):
-    """Issue 68, measured: 120 tiny jobs, workers killed at random while they run."""
+    """120 tiny jobs, workers killed at random while they run."""
     import random
 
     if executor == "ray":

@@ -31,7 +31,7 @@ def test_assignments_need_an_equals_sign():
 
 
 def test_a_path_parameter_is_checked_when_the_run_is_resolved(tmp_path):
-    """Issue 28, item 4: typed path parameters exist and are readable before anything trains."""
+    """Typed path parameters exist and are readable before anything trains."""
     from dataclasses import dataclass
     from pathlib import Path
 

@@ -1,4 +1,4 @@
-"""The plug-in helpers: a pruning score in a few lines (issue 28, item 2)."""
+"""The plug-in helpers: a pruning score in a few lines."""
 
 import pytest
 
@@ -11,8 +11,8 @@ def test_prune_with_my_score_keeps_the_highest_scores_of_every_matrix(runner, ru
     class KeepPositive(PruneMethod):
         description = "keeps the largest signed weights"
 
-        def score(self, weight):
-            return weight
+        def score(self, layer):
+            return layer.weight
 
     try:
         cand = runner.candidate(run_spec("keep_positive", sparsity=0.5, params={"epochs": 1, "batch_size": 8,
@@ -29,7 +29,7 @@ def test_prune_with_my_score_keeps_the_highest_scores_of_every_matrix(runner, ru
 
 def test_an_exception_in_a_plugin_names_the_plugin_and_its_package_in_one_line(tmp_path, capsys, monkeypatch):
     """Not a BenchError: one line naming the plug-in, its package and version, and where; the
-    whole traceback with --debug (issue 68, item 9)."""
+    whole traceback with --debug."""
     import methods.finetune
     from bench.cli import main
 

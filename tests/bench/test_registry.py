@@ -73,7 +73,7 @@ def test_external_plugin_is_found_and_run(plugin, runner, run_spec):
 
 
 def test_a_plugin_that_fails_to_import_is_named_and_the_rest_still_works(tmp_path, monkeypatch, capsys):
-    """Issue 28, item 4: a warning naming the plug-in and its package; `bench ls` and the
+    """A warning naming the plug-in and its package; `bench ls` and the
     built-ins still work; asking for the broken one is a one-line error that says why."""
     from bench.cli import main
 

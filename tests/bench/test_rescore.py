@@ -31,7 +31,7 @@ def test_a_fresh_record_and_its_f_bias_rescore_exactly(runner, run_spec, capsys)
 
 
 def test_each_distinct_data_is_read_once_and_each_record_is_checked_against_its_own(runner, run_spec, monkeypatch):
-    """Re-scoring a study reads its data once, not once per record (issue 27's studies hold up
+    """Re-scoring a study reads its data once, not once per record (a study holds up
     to 135 records on the same MNLI files), yet a record with another example cap is still
     checked against the examples it was evaluated on."""
     from bench.registry import TASKS

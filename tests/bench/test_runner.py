@@ -38,6 +38,9 @@ def test_f_bias_matches_the_two_records(runner, run_spec):
     rec = runner.run(run_spec("finetune", params={"loss": "poe", "epochs": 2, "batch_size": 8}))
     ref = runner.run(run_spec("finetune"))
     assert rec.reference == ref.run_id and ref.reference == ref.run_id
+    assert rec.baseline == ref.baseline == ref.artifact["key"]  # the candidate the table compares with
+    assert rec.variant == ["batch_size=8"] and ref.variant == rec.variant  # loss is in the label, epochs at its default
+    assert "params" not in rec.provenance["config"] and rec.params["loss"] == "poe"  # stored once, in full
     m, r = rec.metrics, ref.metrics
     expected = f_bias(m["id"], m["pool/hans"], r["id"], r["pool/hans"])
     if np.isnan(expected):
@@ -91,7 +94,8 @@ def test_cached_candidate_gives_the_same_logits(runner, run_spec):
 
 
 def test_a_cached_checkpoint_damaged_in_place_is_built_again_and_never_evaluated(runner, run_spec, monkeypatch, capsys):
-    """Issue 68: 4 MB of embedding weights zeroed under a valid header loaded and was evaluated."""
+    """4 MB of embedding weights zeroed under a valid safetensors header: the folder's checksums
+    catch it, and the candidate is rebuilt, never evaluated."""
     import methods.finetune as ft
 
     spec = run_spec("finetune")
@@ -144,7 +148,7 @@ def test_an_unreadable_checkpoint_whose_checksums_match_is_a_clear_error(runner,
 
 
 def test_a_changed_plugin_builds_a_new_candidate_and_records_name_their_plugins(runner, run_spec, monkeypatch):
-    """Issue 68: a plug-in edited and rerun with --force was served its stale cached model."""
+    """A plug-in edited and rerun with --force builds anew instead of reusing its stale cached model."""
     import bench.registry
     import methods.finetune as ft
 
@@ -232,7 +236,7 @@ def test_comma_separated_parameters_expand_into_a_grid(tiny_bert):
 
 
 def test_a_constant_candidate_is_flagged_in_its_record_and_fails_the_run(tiny_bert, tmp_path, monkeypatch, capsys):
-    """Issue 24 / Zheng et al. controls: a model answering one class is flagged degenerate in its
+    """Zheng et al.'s controls: a model answering one class is flagged degenerate in its
     record and on the leaderboard, with a warning; a sweep (a study) with one fails."""
     import torch
 

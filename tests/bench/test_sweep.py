@@ -200,7 +200,7 @@ def test_an_undeclared_requirement_is_refused(tmp_path, cyclic_plugin, run_spec)
      "[defaults.sst3]: unknown task; did you mean 'sst2'?"),
     ('[defaults.sst2]\ntask = "mnli"\n[[group]]\nmethod = "imp"\nsuite = "ood"\n',
      "unknown key 'task' in [defaults.sst2]"),
-    # every field type-checked, nothing coerced (issue 68, item 5)
+    # every field type-checked, nothing coerced
     ('[[group]]\nmethod = "imp"\nsuite = "ood"\nseed = "zero"\n', "group 1: seed must be a whole number >= 0"),
     ('[[group]]\nmethod = "imp"\nsuite = "ood"\nseed = 1.5\n', "group 1: seed must be a whole number >= 0"),
     ('[[group]]\nmethod = "imp"\nsuite = "ood"\nseed = [0, -1]\n', "group 1: seed must be a whole number >= 0"),

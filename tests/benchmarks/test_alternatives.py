@@ -1,4 +1,4 @@
-"""The harness against what a user would run instead, side by side in one run (issue 26, item 4).
+"""The harness against what a user would run instead, side by side in one run.
 
 Run with: pytest -o addopts="" tests/benchmarks --benchmark-only. Each pair is timed in
 alternation and compared as the median of paired ratios (a busy machine slows both alike); the
@@ -102,3 +102,31 @@ def test_batched_inference_vs_transformers_pipeline(benchmark, nli):
     benchmark.pedantic(ours, rounds=3, iterations=1)
     benchmark.extra_info.update(examples_per_s=N_EVAL / benchmark.stats["mean"], speed_vs_pipeline=ratio)
     assert ratio >= 1.0, f"batched inference runs at {ratio:.2f}x a transformers pipeline's speed"
+
+
+def test_int8_dynamic_vs_the_float_model_it_came_from(benchmark, nli):
+    """What quantization buys on this CPU: ``predict_logits`` of the int8 dynamic model (the
+    ``quantize`` method's, encoder matrices in int8) vs the same float model, same examples and
+    batch. Measured 1.66x on 2 CPU cores at the embedded task's lengths (the embeddings and
+    attention products stay in float); it fails below 1.1x."""
+    import copy
+
+    from bench.model.quant import int8_dynamic
+
+    bb, tok, task = nli
+    dense = load_classifier(bb, 3, seed=0).eval()
+    int8 = int8_dynamic(copy.deepcopy(dense))
+    examples = task.test[:N_EVAL]
+    cpu = torch.device("cpu")
+
+    def ours():
+        predict_logits(int8, tok, examples, task.max_length, cpu, batch_size=BATCH)
+
+    def theirs():
+        predict_logits(dense, tok, examples, task.max_length, cpu, batch_size=BATCH)
+
+    benchmark.group = "vs alternatives"
+    ratio = _paired(ours, theirs)
+    benchmark.pedantic(ours, rounds=1, iterations=1)
+    benchmark.extra_info.update(examples_per_s=N_EVAL / benchmark.stats["mean"], speedup_vs_fp32=ratio)
+    assert ratio >= 1.1, f"int8 dynamic runs at {ratio:.2f}x the float model's speed"

@@ -1,4 +1,4 @@
-"""The CUDA path at bert-base size (issue 26, item 3): skipped where torch sees no GPU.
+"""The CUDA path at bert-base size: skipped where torch sees no GPU.
 
 Run with: pytest -o addopts="" tests/benchmarks/test_gpu.py --benchmark-only -s. A random-weight
 bert-base config (12 layers, hidden 768, 110 M parameters; the weights do not change the cost)

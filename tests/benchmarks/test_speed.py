@@ -98,7 +98,7 @@ def test_dense_finetuning_step(benchmark, setup):
 
 
 def test_srnet_mask_training_step(benchmark, setup):
-    """Target (issue 3): a mask-training step at >= 0.9x the speed of a dense step. The two are
+    """Target: a mask-training step at >= 0.9x the speed of a dense step. The two are
     timed in alternation and compared as the median of paired ratios, so that a busy machine
     slows both alike."""
     import statistics
@@ -159,7 +159,7 @@ def test_attack_queries_per_second_textattack_wrapper(benchmark, attack_setup):
 
 
 def test_attack_queries_per_second_harness_wrapper(benchmark, attack_setup):
-    """Target (issue 4): >= 3x the queries per second of TextAttack's HuggingFaceModelWrapper on
+    """Target: >= 3x the queries per second of TextAttack's HuggingFaceModelWrapper on
     the same attack, with identical per-example outcomes and query counts."""
     import time
 

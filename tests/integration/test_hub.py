@@ -1,4 +1,4 @@
-"""The hub path, offline (issue 26, item 1): models laid out as huggingface_hub's cache lays
+"""The hub path, offline: models laid out as huggingface_hub's cache lays
 them out, loaded by their hub id through the normal --backbone flag with HF_HUB_OFFLINE=1."""
 
 import json

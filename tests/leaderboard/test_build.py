@@ -16,17 +16,19 @@ COLUMNS = [Column("id", "ID acc", rows=("test",)).to_dict(),
 
 
 def _rec(label, seed, target, idv, ood, fb, params=None, suite="ood"):
+    """A record of ``label`` compared with (``baseline``) the finetune (ce) model of its seed."""
     return Record(
         run_id=f"{label}-{seed}-{target}", method=label.split()[0], label=label, params={}, task="nli_synth",
+        variant=[f"{k}={v}" for k, v in sorted((params or {}).items())], baseline=f"finetune (ce)-{seed}-None",
         backbone="minilm", seed=seed, suite=suite,
         sparsity={"target": target, "sparsity": target or 0.0, "nonzero_params": 22_000_000, "prunable": 10,
                   "total_params": 22_000_000, "zeros": 0},
         metrics={"id": idv, "ood/hans_synth": ood, "pool/hans": ood, "f_bias/hans": fb,
                  "ood/hans_synth/lexical_overlap/non-entailment": 0.25},
         details={"id_metric": "accuracy", "sizes": {"test": 1000}}, method_info={}, predictions="", reference=None,
-        artifact={}, provenance={"data": {"note": "synthetic generator v2, seed 0", "sources": []},
+        artifact={"key": f"{label}-{seed}-{target}"}, provenance={"data": {"note": "synthetic generator v2, seed 0", "sources": []},
                                  "versions": {"torch": "2.13.0", "transformers": "4.57.6"}, "device": {"name": "cpu"},
-                                 "config": {"params": params or {}, "max_examples": None, "precision": "fp32", "device": "cpu"}},
+                                 "config": {"max_examples": None, "precision": "fp32", "device": "cpu"}},
         columns=COLUMNS,
     )
 
@@ -93,7 +95,7 @@ def test_pairing_counts_only_the_examples_both_runs_hold():
 
 
 def test_published_rows_are_labelled_and_never_averaged():
-    from bench.store.records import Reference
+    from bench.store.references import Reference
 
     ref = Reference(source="Du et al. 2023, table 4", task="nli_synth", suite="ood", backbone="minilm",
                     label="RMC", sparsity=0.4, metrics={"id": 0.842, "f_bias/hans": 1.049})
@@ -181,7 +183,7 @@ def test_each_published_leaderboard_is_what_its_committed_records_build(markdown
 
 def test_non_zero_parameters_are_counted_alike_for_every_method():
     """SRNet masks the classifier too (its released code): its head zeros are head sparsity, not
-    fewer parameters than IMP's at the same sparsity (issue 24, item 8)."""
+    fewer parameters than IMP's at the same sparsity."""
     from leaderboard.sections import nonzero
 
     imp, srnet = _rec("imp (ce)", 0, 0.5, 0.8, 0.6, 0.9), _rec("srnet (ce)", 0, 0.5, 0.8, 0.6, 0.9)
@@ -259,7 +261,7 @@ def test_the_sparsity_pattern_reads_distilbert_names_too():
 
 
 def test_studies_in_several_directories_share_one_table_with_their_paired_tests(tmp_path):
-    """Issue 27, item 5: one cross-study table per task. The quickstart's records split over two
+    """One cross-study table per task. The quickstart's records split over two
     study folders give the quickstart's own leaderboard, paired tests included."""
     import json
     import shutil
@@ -289,18 +291,22 @@ def test_studies_in_several_directories_share_one_table_with_their_paired_tests(
     assert f"Generated from {len(list((tmp_path / 'a' / 'records').glob('*.json')))} run records" in twice.read_text()
 
 
-def test_a_study_whose_runs_share_a_cap_and_name_no_reference_still_has_one():
-    """An attack study's records link no F_bias reference, and every run of it has
-    max_examples set: the reference is the dense finetune (ce) with the fewest extra settings,
-    not the longer-trained one, and not none."""
+def test_the_reference_is_the_candidate_the_records_name_as_their_baseline_whatever_its_label():
+    """An attack study's records name no F_bias reference, but each names the candidate it is
+    compared with (``baseline``): that candidate is the table's reference, whatever its label
+    and though every run shares a cap. Records that name none give none, not a label's guess."""
     recs = []
-    for label, params in (("finetune (ce)", {}), ("finetune (ce)", {"epochs": 15.0}), ("imp (ce)", {})):
-        r = _rec(label, 0, None if label.startswith("finetune") else 0.5, 0.8, 0.5, 1.0, params=params)
+    for label, params in (("teacher (ce)", {}), ("teacher (ce)", {"epochs": 15.0}), ("finetune (ce)", {}), ("imp (ce)", {})):
+        r = _rec(label, 0, None if "ce)" in label and "imp" not in label else 0.5, 0.8, 0.5, 1.0, params=params)
         r.run_id += str(params)
+        r.artifact, r.baseline = {"key": r.run_id}, "teacher (ce)-0-None{}"
         r.provenance["config"]["max_examples"] = 1000
         recs.append(r)
     ref = sections(recs)[0].reference
-    assert ref is not None and ref.name == "finetune (ce) [max_examples=1000]"
+    assert ref is not None and ref.name == "teacher (ce) [max_examples=1000]"
+    for r in recs:
+        r.baseline = None
+    assert sections(recs)[0].reference is None
 
 
 def test_two_equally_plain_references_give_none_not_one_picked_by_sort_order():
@@ -308,6 +314,7 @@ def test_two_equally_plain_references_give_none_not_one_picked_by_sort_order():
     for params in ({"lr": 2e-5}, {"warmup_ratio": 0.0}):
         r = _rec("finetune (ce)", 0, None, 0.8, 0.5, 1.0, params=params)
         r.run_id += str(params)
+        r.artifact, r.baseline = {"key": r.run_id}, r.run_id  # each names itself: one link each
         recs.append(r)
     sec = sections(recs)[0]
     assert sec.reference is None and sec.tests == []
@@ -485,11 +492,12 @@ def test_one_run_in_two_folders_with_different_results_is_refused(tmp_path):
 
 
 def test_the_checkpoint_each_seed_kept_is_shown_beside_its_numbers():
+    """Each stage a method names in ``method_info["kept"]`` is a column, in the order first named."""
     early = [_rec("robust_tickets (ce)", s, 0.5, 0.7, 0.6, 1.0) for s in (0, 1)]
-    early[0].method_info = {"best_step": 304, "retrain_steps": 320, "search_best_step": 16, "search_steps": 96}
-    early[1].method_info = {"best_step": 32, "retrain_steps": 320, "search_best_step": 96, "search_steps": 96}
+    early[0].method_info = {"kept": [["training", 304, 320], ["ticket search", 16, 96]]}
+    early[1].method_info = {"kept": [["training", 32, 320], ["ticket search", 96, 96]]}
     dense = _rec("finetune (ce)", 0, None, 0.8, 0.6, 1.0)
-    dense.method_info = {"best_step": 64, "train_steps": 480}
+    dense.method_info = {"kept": [["training", 64, 480]], "best_step": 1}  # the method's own numbers are not read
     plain = _rec("magnitude (ce)", 0, 0.5, 0.8, 0.6, 1.0)  # records no checkpoint: no row
     md = build(early + [dense, plain])
     table = re.sub(r" +", " ", md.split("Checkpoints kept")[1])  # the Markdown pads its cells
@@ -497,6 +505,8 @@ def test_the_checkpoint_each_seed_kept_is_shown_beside_its_numbers():
     assert "| finetune (ce) | dense | s0 64/480 | – |" in table
     assert "magnitude" not in table.split("\n\n")[1]
     assert "Checkpoints kept" not in build([plain])
+    alone = re.sub(r" +", " ", build([dense, plain]).split("Checkpoints kept")[1])
+    assert "| finetune (ce) | dense | s0 64/480 |\n" in alone and "ticket search" not in alone  # no empty column
 
 
 def test_the_header_names_the_code_behind_the_records_and_counts_dirty_trees():
@@ -552,7 +562,7 @@ def _copy_of_one_run(out, *, probs, latency, dirty, flip=False):
 
 def test_one_run_in_two_studies_is_one_row_if_only_timings_and_float_noise_differ(tmp_path, monkeypatch, capsys):
     """A run id hashes the whole configuration: a study may hold a run another study made, on
-    other cores or thread counts (issue 27: the RMC study's CPU teacher is the compact study's).
+    other cores or thread counts (the RMC study's CPU teacher is the compact study's).
     Timings, an attack's text and the 4th decimal of a probability may differ; a prediction may
     not."""
     import leaderboard.build
@@ -616,8 +626,8 @@ def _quickstart_copy(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("key", ["ood/hans_synth", "f_bias/hans", "one_class"])
 def test_a_hand_edited_number_is_left_out_listed_and_the_rest_is_written(tmp_path, capsys, key):
-    """Issue 68: `bench leaderboard` showed a metric edited by hand (only `rescore` caught it).
-    Now each record's metrics, F_bias and flags are recomputed from its kept rows first."""
+    """A metric edited by hand is caught by `bench leaderboard`, not only by `rescore`: each
+    record's metrics, F_bias and flags are recomputed from its kept rows first."""
     import json
 
     from bench.cli import main
@@ -639,7 +649,7 @@ def test_a_hand_edited_number_is_left_out_listed_and_the_rest_is_written(tmp_pat
 
 
 def test_an_unreadable_record_is_listed_and_the_others_are_still_tabled_and_rescored(tmp_path, capsys):
-    """Issue 68: one unreadable record stopped both `leaderboard` and `rescore`."""
+    """One unreadable record stopped both `leaderboard` and `rescore`."""
     from bench.cli import main
 
     out = _quickstart_copy(tmp_path)

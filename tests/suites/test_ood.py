@@ -113,7 +113,7 @@ def _write_eval(tmp_path, name: str, text: str):
 
 
 def test_a_users_own_evaluation_file_becomes_a_leaderboard_column(tmp_path, tiny_bert, capsys):
-    """Issue 25, item 7: no code, one suite parameter; labels by name (any case) or index, groups
+    """No code, one suite parameter; labels by name (any case) or index, groups
     scored per group x label, the column declared for the leaderboard, F_bias against the
     reference on the same file."""
     import json
@@ -165,7 +165,7 @@ def test_a_bad_evaluation_file_is_one_line_before_anything_trains(tmp_path, tiny
 def test_an_evaluation_file_with_a_byte_order_mark_snli_gold_labels_and_a_cap(tmp_path):
     """A spreadsheet's CSV starts with a byte-order mark; SNLI names its label column gold_label and
     marks the pairs its annotators did not agree on with '-'; --max-examples caps the file as it
-    caps every split (issue 68, item 9)."""
+    caps every split."""
     import dataclasses
     import json
 
@@ -197,7 +197,7 @@ def test_a_parameter_given_twice_is_refused_not_the_last_one_kept():
 
 
 def test_several_evaluation_files_are_one_run_with_a_column_each(tmp_path, tiny_bert):
-    """Issue 68, item 9: several eval files in one run, each its own column, one row per candidate;
+    """Several eval files in one run, each its own column, one row per candidate;
     as a comma list on the command line or a TOML list in a sweep spec."""
     import json
 
