@@ -73,3 +73,12 @@ def test_other_architectures(arch, tiny_backbones, tmp_path):
     runner = Runner(tmp_path / "out", progress=False)
     cand = runner.candidate(resolve("quantize", "", backbone=str(tiny_backbones[arch]), max_examples=40, params=RECIPE))
     assert quantized_linears(cand.model) == 12
+
+
+def test_a_checkpoint_is_quantized_as_it_is_and_compared_with_itself(runner, tiny_bert, tmp_path):
+    from tests.methods.test_checkpoint import _checkpoint
+
+    ckpt = _checkpoint(tiny_bert, tmp_path / "ckpt", ["entailment", "neutral", "contradiction"])
+    rec = runner.run(resolve("quantize", "ood", backbone=str(ckpt), max_examples=40, params={"start": "checkpoint"}))
+    start = runner.candidate(resolve("checkpoint", "", backbone=str(ckpt), max_examples=40))
+    assert rec.label == "int8 dynamic, from checkpoint" and rec.baseline == start.lineage["key"]
