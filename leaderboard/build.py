@@ -239,8 +239,9 @@ def _legend(sec: Section) -> str:
 
 def build(records: list[Record], markdown: Path | None = None, references: list[Reference] = ()) -> str:
     """The leaderboard Markdown; with ``markdown`` (where it will be written), the sparsity
-    plots are written to ``plots/`` beside it and linked. The paired tests read each record's
-    predictions from where the record was read (records of several studies can share a table)."""
+    plots are written to ``plots/`` beside it and linked, and every table as CSV and JSON to
+    ``tables/`` (``leaderboard.export``). The paired tests read each record's predictions from
+    where the record was read (records of several studies can share a table)."""
     out = [
         "# Leaderboard",
         "",
@@ -256,7 +257,8 @@ def build(records: list[Record], markdown: Path | None = None, references: list[
         "less those zeros.",
         "",
     ]
-    for sec in sections(records, references):
+    secs = sections(records, references)
+    for sec in secs:
         out += [f"## {sec.task} — backbone `{sec.backbone}`", ""]
         if not sec.records:
             out += ["No runs yet, published numbers only.", "", main_table(sec).to_markdown(index=False, disable_numparse=True), ""]
@@ -276,6 +278,11 @@ def build(records: list[Record], markdown: Path | None = None, references: list[
                     "p of the test over k seeds and the examples; ✓ p < 0.05 with k ≥ 3; one seed: the exact McNemar "
                     "test of the two fixed models, no mark):", "",
                     tests.to_markdown(index=False, disable_numparse=True), ""]
+    if markdown is not None:
+        from leaderboard.export import write as write_tables  # it reads this module's ranks
+
+        write_tables(secs, markdown.parent / "tables")
+        out += ["Every table above as CSV and JSON (aggregated, and per seed): [tables/](tables/).", ""]
     return "\n".join(out)
 
 

@@ -179,6 +179,60 @@ def test_each_published_leaderboard_is_what_its_committed_records_build(markdown
     published = markdown.read_text().splitlines()
     assert len(rebuilt) == len(published)
     assert [a for a, b in zip(rebuilt, published, strict=True) if a != b and not a.startswith("Generated from")] == []
+    tables = sorted(p.name for p in (markdown.parent / "tables").iterdir())
+    assert tables == sorted(p.name for p in (tmp_path / "tables").iterdir()) and tables
+    for name in tables:  # the CSV and JSON tables too, byte for byte
+        assert (tmp_path / "tables" / name).read_bytes() == (markdown.parent / "tables" / name).read_bytes(), name
+
+
+def _main_table(section: str) -> list[dict[str, str]]:
+    """The rows of a section's main table (its first table, headed by 'rank'), cell by header."""
+    lines = section.splitlines()
+    first = next(i for i, ln in enumerate(lines) if ln.startswith("| rank"))
+    rows = lines[first:first + next(i for i, ln in enumerate(lines[first:]) if not ln.startswith("|"))]
+    header = [h.strip() for h in rows[0].strip("|").split("|")]
+    return [dict(zip(header, (c.strip() for c in ln.strip("|").split("|")), strict=True)) for ln in rows[2:]]
+
+
+@pytest.mark.parametrize("markdown", PUBLISHED, ids=lambda p: str(p.parent.name))
+def test_each_csv_table_holds_the_numbers_its_markdown_shows(markdown):
+    """Every main-table cell of the committed Markdown is its CSV row's mean, sd and interval at
+    the Markdown's digits, and the per-seed CSV holds the values they summarise: one set of
+    numbers, two formats."""
+    import csv
+    import json
+    import re
+
+    import numpy as np
+
+    checked = 0
+    for section in markdown.read_text().split("\n## ")[1:]:
+        task, backbone = re.match(r"(\S+) — backbone `([^`]+)`", section).groups()
+        folder, slug = markdown.parent / "tables", re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{task}_{backbone}").strip("-")
+        if "published numbers only" in section:
+            continue
+        meta = json.loads((folder / f"{slug}.json").read_text())
+        cols = {c["label"]: c for c in meta["columns"] if c["table"] == "main"}
+        rows = {(r["method"], f"{float(r['sparsity_target']):.0%}" if r["sparsity_target"] else ""): r
+                for r in csv.DictReader((folder / f"{slug}.csv").open())}
+        seeds = list(csv.DictReader((folder / f"{slug}_seeds.csv").open()))
+        for cells in _main_table(section):
+            if cells["method"].startswith("published:"):
+                continue
+            row = rows[(cells["method"].split(" ⚠ DEGENERATE")[0], cells["sparsity"] if "%" in cells["sparsity"] else "")]
+            for label, col in cols.items():
+                if cells.get(label, "–") == "–":
+                    continue
+                key, d = col["key"], col["digits"]
+                shown = f"{float(row[key + ':mean']):.{d}f}"
+                shown += f" ± {float(row[key + ':sd']):.{d}f}" if row[key + ":sd"] else ""
+                shown += f" [{float(row[key + ':ci_low']):.{d}f}, {float(row[key + ':ci_high']):.{d}f}]" if row[key + ":ci_low"] else ""
+                assert cells[label].startswith(shown), (row["method"], label, cells[label], shown)
+                values = [float(s[key]) for s in seeds if (s["method"], s["sparsity_target"]) == (row["method"], row["sparsity_target"])
+                          and s[key]]
+                assert np.mean(values) == pytest.approx(float(row[key + ":mean"]), abs=1e-9)
+                checked += 1
+    assert checked >= 4
 
 
 def test_non_zero_parameters_are_counted_alike_for_every_method():
