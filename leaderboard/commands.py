@@ -114,7 +114,8 @@ class Headline(Command):
 
 @COMMANDS.register("publish")
 class Publish(Command):
-    help = "regenerate every published table: each study's leaderboard and claims, the README, docs/recipes.md, docs/reference.md"
+    help = ("regenerate every published table: each study's leaderboard and claims, the README, docs/recipes.md, "
+            "docs/reference.md, docs/schema/")
 
     def arguments(self, p) -> None:
         p.add_argument("--root", default=".", help="the project's root (README.md, results/, docs/, sweeps/)")
@@ -122,6 +123,7 @@ class Publish(Command):
     def run(self, a) -> int:
         from bench.catalog import reference_markdown
         from bench.spec import conformance
+        from bench.spec.schemas import write as write_schemas
         from leaderboard.claims import write_table
         from leaderboard.headline import write_readme
 
@@ -135,6 +137,7 @@ class Publish(Command):
         write_readme(root)
         bad = conformance.write(root)
         write_atomic(root / "docs" / "reference.md", reference_markdown())
+        write_schemas(root)
         print(f"published the tables under {root}", file=sys.stderr)
         if left_out or bad:
             raise BenchError(f"{len(left_out)} records left out and {len(bad)} recipe checks failing (listed above)")
