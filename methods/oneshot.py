@@ -46,6 +46,10 @@ class SparseGPTParams(OneShotParams):
         super().__post_init__()
         if self.blocksize < 1 or not 0 < self.percdamp < 1:
             raise BenchError(f"blocksize must be at least 1 and percdamp in (0, 1), got {self.blocksize}, {self.percdamp}")
+        nm = parse_pattern(self.pattern)
+        if nm and self.blocksize % nm[1]:
+            raise BenchError(f"blocksize {self.blocksize} must be a multiple of the pattern's M ({nm[1]}): "
+                             "an N:M group may not straddle two column blocks")
 
 
 @METHODS.register("magnitude")

@@ -6,7 +6,7 @@ applied to the encoder matrices that sparsity counts (docs/design.md section 3).
   quantized on the fly). It runs int8 kernels on this CPU: the record's speed and size are
   measured on the quantized model itself.
 - ``scheme=weight``: weight-only round-to-nearest at ``bits`` (8 or 4) with a scale and zero
-  point per ``group_size`` weights of a row (``bench.model.quant.rtn``), simulated in floating
+  point per ``group_size`` weights of a row (GPTQ's released quantizer, ``bench.model.quant.rtn``), simulated in floating
   point: exact robustness numbers, the dense model's speed; its label says "simulated" and
   ``method_info.packed_mb`` gives the size the packed weights would take.
 """

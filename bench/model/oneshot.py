@@ -1,7 +1,7 @@
 """One-shot pruning without retraining: the calibration pass and the pruning rules it feeds.
 
-The pass is the one Wanda (Sun et al. 2023, section 3 and its released ``prune_wanda``) and
-SparseGPT (Frantar and Alistarh 2023, section 3.1 and its released ``sparsegpt.py``) share:
+The pass is the one Wanda's and SparseGPT's released drivers share (``prune_wanda`` in Sun et al.
+2023's code, ``opt_sequential`` in Frantar and Alistarh 2023's):
 encoder block by encoder block, the calibration examples run through the model as pruned so
 far, each prunable matrix of the block gathers statistics of its input (the L2 norm of every
 input feature; the Hessian ``H = 2/n X X^T`` when asked), then every matrix of the block is
@@ -84,7 +84,7 @@ def sparsegpt(layer: Layer, sparsity: float, nm: tuple[int, int] | None, blocksi
     dead = torch.diag(H) == 0
     H[dead, dead] = 1
     W[:, dead] = 0
-    H += percdamp * torch.mean(torch.diag(H)) * torch.eye(cols)
+    H += percdamp * torch.mean(torch.diag(H)) * torch.eye(cols, device=H.device)
     Hinv = torch.linalg.cholesky(torch.cholesky_inverse(torch.linalg.cholesky(H)), upper=True)
     for i1 in range(0, cols, blocksize):
         i2 = min(i1 + blocksize, cols)

@@ -1,11 +1,11 @@
 """Post-training quantization: what a practitioner ships, in two kinds.
 
-- INT8 dynamic (``torch.ao.quantization.quantize_dynamic``): every Linear layer's weight stored
-  in int8 with a per-tensor scale, activations quantized on the fly; it runs int8 kernels on
+- INT8 dynamic (``torch.ao.quantization.quantize_dynamic``): the encoder's prunable Linear
+  layers' weights stored in int8 with a per-tensor scale, activations quantized on the fly; it runs int8 kernels on
   this CPU, so its speed and size are real and measured.
 - Weight-only round-to-nearest (RTN) at ``bits`` with a scale and zero point per group of
   ``group_size`` consecutive input weights of a row (the asymmetric min-max quantizer of GPTQ's
-  and AWQ's baselines): simulated, the weights replaced by their dequantized values in floating
+  released code, zero kept inside the range): simulated, the weights replaced by their dequantized values in floating
   point, so its robustness numbers are exact and its speed is the dense model's (said so).
 
 A dynamically quantized model cannot be saved as safetensors; the cache keeps the floating-point

@@ -18,7 +18,7 @@ RECIPE = {"epochs": 2, "batch_size": 8}
 
 @pytest.mark.parametrize("soft", [False, True])
 def test_scores_accumulate_minus_weight_times_its_gradient(soft):
-    """Sanh et al. 2020, section 3: with W' = W * m(S) and a straight-through m, dL/dS_ij =
+    """Sanh et al. 2020, section 4: with W' = W * m(S) and a straight-through m, dL/dS_ij =
     W_ij * dL/dW'_ij, so gradient steps on S from 0 accumulate S = -lr * sum_t W * dL/dW
     (movement's top-k mask and soft movement's threshold alike)."""
     torch.manual_seed(0)
@@ -67,6 +67,7 @@ def test_movement_prunes_each_matrix_to_its_target_while_fine_tuning(runner, run
 def test_soft_movement_is_capped_at_its_target_and_says_so(runner, run_spec):
     weak = runner.candidate(run_spec("movement", sparsity=0.5, params={**RECIPE, "soft": True, "final_lambda": 0.0}))
     assert weak.sparsity.sparsity == pytest.approx(0.5, abs=1e-6) and weak.info["capped"] == 12  # no penalty: tau alone
+    assert weak.info["sparsity_by_lambda"] < 0.5  # what tau alone pruned, said beside the capped result
 
 
 def test_distillation_learns_from_the_recipes_fine_tuned_model(runner, run_spec):

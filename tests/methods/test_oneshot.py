@@ -77,9 +77,12 @@ def test_n_of_every_m_consecutive_weights_of_a_row_are_kept(pattern, n, m):
 
 
 def test_sparsegpt_keeps_the_released_codes_defaults_and_checks_its_hessian():
-    """The released sparsegpt.py: fasterprune(blocksize=128, percdamp=.01)."""
+    """The released sparsegpt.py: fasterprune(blocksize=128, percdamp=.01); an N:M group never
+    straddles two column blocks."""
     p = _params("sparsegpt")
     assert (p.blocksize, p.percdamp, p.calibration, p.retrain_epochs) == (128, 0.01, 128, 0.0)
+    with pytest.raises(BenchError, match="multiple of the pattern's M"):
+        _params("sparsegpt", pattern="4:8", blocksize=12)
     layer, _ = _layer()
     with pytest.raises(BenchError, match="Hessian"):
         sparsegpt(Layer("l", layer.weight, layer.input_norm), 0.5, None)
