@@ -24,7 +24,7 @@ class _Parser(argparse.ArgumentParser):
     """Usage errors in one line too, like every other bad input."""
 
     def error(self, message: str):
-        self.exit(2, f"bench: error: {message} (see 'bench {self.prog.split()[-1]} --help')\n")
+        self.exit(2, f"bench: error: {message} (see '{self.prog} --help')\n")
 
 
 def _executor_flags(p: argparse.ArgumentParser) -> None:

@@ -123,6 +123,17 @@ class StartParams(TrainParams):
         return Need("checkpoint", None, {"label_map": self.label_map}) if self.start == "checkpoint" else finetuned(self.recipe())
 
 
+class CompressMethod(Method):
+    """A method whose Params are ``StartParams``: it requires the model it compresses and is
+    compared with it on the leaderboard."""
+
+    def requires(self, p: StartParams, sparsity: float | None, reference: Need) -> list[Need]:
+        return [p.start_need()]
+
+    def baseline(self, p: StartParams, reference: Need) -> Need:
+        return p.start_need()
+
+
 @dataclass
 class PruneParams(StartParams):
     retrain_epochs: float = 1.0  # 0: one-shot, no retraining
@@ -138,7 +149,7 @@ class PruneParams(StartParams):
             raise BenchError(f"calibration must be at least 1 example, got {self.calibration}")
 
 
-class PruneMethod(Method):
+class PruneMethod(CompressMethod):
     """Prune the start model's prunable matrices encoder block by encoder block with a score (or
     a whole rule), from input statistics of a calibration pass (``bench.model.oneshot``), then
     retrain for ``retrain_epochs`` (0: none)."""
@@ -167,12 +178,6 @@ class PruneMethod(Method):
         if nm and sparsity is not None and abs(sparsity - (1 - nm[0] / nm[1])) > 1e-9:
             raise BenchError(f"pattern {p.pattern} keeps {nm[0]} of every {nm[1]} weights: --sparsity {1 - nm[0] / nm[1]:g}, "
                              f"not {sparsity:g}")
-
-    def requires(self, p: PruneParams, sparsity: float | None, reference: Need) -> list[Need]:
-        return [p.start_need()]
-
-    def baseline(self, p: PruneParams, reference: Need) -> Need:
-        return p.start_need()  # compared with the model it pruned
 
     def epochs(self, p: PruneParams, sparsity: float | None) -> float:
         return p.retrain_epochs

@@ -25,7 +25,6 @@ averaged.
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,6 +44,7 @@ from leaderboard.sections import (
     Section,
     nonzero,
     sections,
+    slug,
     suite_setting,
 )
 from leaderboard.stats import MIN_SEEDS_FOR_INTERVAL, fmt, mcnemar
@@ -280,22 +280,21 @@ def build(records: list[Record], markdown: Path | None = None, references: list[
                     tests.to_markdown(index=False, disable_numparse=True), ""]
     if markdown is not None:
         from leaderboard.export import write as write_tables  # it reads this module's ranks
-
         write_tables(secs, markdown.parent / "tables")
         out += ["Every table above as CSV and JSON (aggregated, and per seed): [tables/](tables/).", ""]
     return "\n".join(out)
 
 
 def _plots(sec: Section, markdown: Path) -> list[str]:
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{sec.task}_{sec.backbone}").strip("-")
+    name = slug(sec.task, sec.backbone)
     full = max((r.sparsity.get("total_params", 0) for r in sec.records), default=0)
     rows = [(c.name, c.target, c.records) for c in sec.candidates if _target(c, full) != "structured"]
     panels = [(c.label, c.key, SCALE[c.kind][0]) for c in sec.columns if c.table == "main"]
     out = []
-    png = plot(rows, panels, markdown.parent / "plots" / f"{slug}.png", f"{sec.task}, backbone {sec.backbone}")
+    png = plot(rows, panels, markdown.parent / "plots" / f"{name}.png", f"{sec.task}, backbone {sec.backbone}")
     if png is not None:
         out += [f"![sparsity against the table's metrics, {sec.task}](plots/{png.name})", ""]
-    png = heatmap(rows, markdown.parent / "plots" / f"{slug}_pattern.png", f"sparsity per layer and matrix, {sec.task}")
+    png = heatmap(rows, markdown.parent / "plots" / f"{name}_pattern.png", f"sparsity per layer and matrix, {sec.task}")
     if png is not None:
         out += [f"![sparsity pattern per layer and matrix, {sec.task}](plots/{png.name})", ""]
     return out

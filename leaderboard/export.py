@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from pathlib import Path
 
 import numpy as np
@@ -23,12 +22,8 @@ import pandas as pd
 
 from bench.store.atomic import write_atomic
 from leaderboard.build import ranks
-from leaderboard.sections import BOUNDS, SCALE, Candidate, Section
+from leaderboard.sections import BOUNDS, SCALE, Candidate, Section, slug
 from leaderboard.stats import MIN_SEEDS_FOR_BOOTSTRAP, MIN_SEEDS_FOR_INTERVAL, interval
-
-
-def slug(sec: Section) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{sec.task}_{sec.backbone}").strip("-")
 
 
 def _finite(values: list) -> list[float]:
@@ -83,7 +78,7 @@ def write(secs: list[Section], folder: Path) -> list[Path]:
     for sec in secs:
         if not sec.records:
             continue
-        base = folder / slug(sec)
+        base = folder / slug(sec.task, sec.backbone)
         agg, seeds = aggregated(sec), per_seed(sec)
         meta = {"task": sec.task, "backbone": sec.backbone, "reference": sec.reference.name if sec.reference else None,
                 "columns": columns(sec), "interval": f"95 %: Student t from {MIN_SEEDS_FOR_INTERVAL} seeds (intersected with "
@@ -91,7 +86,7 @@ def write(secs: list[Section], folder: Path) -> list[Path]:
                 "aggregated": json.loads(agg.to_json(orient="split", index=False)),
                 "per_seed": json.loads(seeds.to_json(orient="split", index=False))}
         for path, text in ((base.with_suffix(".csv"), agg.to_csv(index=False, lineterminator="\n")),
-                           (folder / f"{slug(sec)}_seeds.csv", seeds.to_csv(index=False, lineterminator="\n")),
+                           (folder / f"{slug(sec.task, sec.backbone)}_seeds.csv", seeds.to_csv(index=False, lineterminator="\n")),
                            (base.with_suffix(".json"), json.dumps(meta, allow_nan=False) + "\n")):
             write_atomic(path, text)
             out.append(path)

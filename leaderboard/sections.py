@@ -10,6 +10,7 @@ that record none (an attack study), the dense reference method's row with the fe
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -25,6 +26,11 @@ if TYPE_CHECKING:
 SCALE = {"percent": (100.0, 1), "points": (100.0, 1), "ratio": (1.0, 2), "number": (1.0, 1)}
 SHARE, DIFFERENCE = (0.0, 1.0), (-1.0, 1.0)
 BOUNDS = {"percent": SHARE, "points": DIFFERENCE}  # the range a column's interval must stay in
+
+
+def slug(task: str, backbone: str) -> str:
+    """A table's file-name stem (its plots, its CSV and JSON)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{task}_{backbone}").strip("-")
 
 
 def nonzero(r: Record) -> int:

@@ -16,11 +16,11 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
-from bench.api import Candidate, Context, Method, Need
+from bench.api import Candidate, Context
 from bench.errors import BenchError
 from bench.model.masking import prunable_linears
 from bench.model.quant import INT8_DYNAMIC, quantize_weights
-from bench.plugin import StartParams
+from bench.plugin import CompressMethod, StartParams
 from bench.registry import METHODS
 
 SCHEMES = (INT8_DYNAMIC, "weight")
@@ -41,7 +41,7 @@ class QuantizeParams(StartParams):
 
 
 @METHODS.register("quantize")
-class Quantize(Method):
+class Quantize(CompressMethod):
     name = "quantize"
     description = "post-training quantization: int8 dynamic (real CPU speed) or weight-only int8/int4 round-to-nearest (simulated)"
     Params = QuantizeParams
@@ -50,12 +50,6 @@ class Quantize(Method):
     def label(self, p: QuantizeParams) -> str:
         what = "int8 dynamic" if p.scheme == INT8_DYNAMIC else f"int{p.bits} weight-only g{p.group_size} (simulated)"
         return what + (", from checkpoint" if p.start == "checkpoint" else "")
-
-    def requires(self, p: QuantizeParams, sparsity: float | None, reference: Need) -> list[Need]:
-        return [p.start_need()]
-
-    def baseline(self, p: QuantizeParams, reference: Need) -> Need:
-        return p.start_need()
 
     def epochs(self, p: QuantizeParams, sparsity: float | None) -> float:
         return 0.0

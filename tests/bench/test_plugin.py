@@ -33,6 +33,7 @@ def test_an_exception_in_a_plugin_names_the_plugin_and_its_package_in_one_line(t
     import methods.finetune
     from bench.cli import main
 
+    monkeypatch.setenv("BENCH_DEBUG", "")  # off, and undone after the test whatever --debug sets
     namespace = vars(methods.finetune)  # defined in the plug-in's own module, as its code would be
     exec("def broken_build(self, ctx, p):\n    raise ValueError('the plug-in broke')\n", namespace)
     monkeypatch.setattr(methods.finetune.Finetune, "build", namespace.pop("broken_build"))
@@ -41,7 +42,5 @@ def test_an_exception_in_a_plugin_names_the_plugin_and_its_package_in_one_line(t
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "method plug-in 'finetune' of package robust-compression-bench" in err[0]
     assert "raised ValueError: the plug-in broke" in err[0] and "--debug for the traceback" in err[0]
-    monkeypatch.delenv("BENCH_DEBUG", raising=False)
     assert main(["--debug", *argv]) == 2
     assert "Traceback (most recent call last)" in capsys.readouterr().err
-    monkeypatch.delenv("BENCH_DEBUG", raising=False)

@@ -205,10 +205,12 @@ def test_each_csv_table_holds_the_numbers_its_markdown_shows(markdown):
 
     import numpy as np
 
+    from leaderboard.sections import slug as sections_slug
+
     checked = 0
     for section in markdown.read_text().split("\n## ")[1:]:
         task, backbone = re.match(r"(\S+) — backbone `([^`]+)`", section).groups()
-        folder, slug = markdown.parent / "tables", re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{task}_{backbone}").strip("-")
+        folder, slug = markdown.parent / "tables", sections_slug(task, backbone)
         if "published numbers only" in section:
             continue
         meta = json.loads((folder / f"{slug}.json").read_text())
