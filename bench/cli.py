@@ -229,7 +229,7 @@ def cmd_rescore(a: argparse.Namespace) -> int:
 
 def cmd_migrate(a: argparse.Namespace) -> None:
     from bench import __version__
-    from bench.store.migrate import migrate
+    from bench.core.upgrade import migrate
     from bench.store.records import study_folders
 
     for out in {f.resolve(): f for o in a.out for f in study_folders(Path(o))}.values():

@@ -114,3 +114,83 @@ def check_sparsity(s: float) -> float:
     if not 0.0 <= s < 1.0:
         raise BenchError(f"sparsity must be in [0, 1), got {s}")
     return s
+
+
+ECE_BINS = 10  # equal-width confidence bins over (0, 1], as Guo et al. 2017 (section 2, eq. 3)
+
+
+def ece(confidence: Sequence[float], correct: Sequence[bool], bins: int = ECE_BINS) -> float:
+    """Expected calibration error (Guo et al. 2017, eq. 3): sum over equal-width bins of the
+    bin's share of examples times |its accuracy - its mean confidence|. Bin m holds the
+    confidences in ((m - 1) / M, m / M]; a confidence of 0 falls in the first."""
+    conf, right = np.asarray(confidence, dtype=float), np.asarray(correct, dtype=float)
+    if not len(conf):
+        return math.nan
+    b = np.clip(np.ceil(conf * bins).astype(int) - 1, 0, bins - 1)
+    total = 0.0
+    for m in range(bins):
+        sel = b == m
+        if sel.any():
+            total += sel.mean() * abs(right[sel].mean() - conf[sel].mean())
+    return float(total)
+
+
+def confidence(probs: Sequence[Sequence[float]], pred: Sequence[int], collapse: Sequence[int] | None = None) -> np.ndarray:
+    """The probability a model gives its answer, in the evaluated set's label space: the task
+    classes that ``collapse`` maps to the answer summed (HANS: neutral + contradiction for
+    non-entailment); without ``collapse``, the answer's own class."""
+    p, q = np.asarray(probs, dtype=float), np.asarray(pred)
+    if collapse is None:
+        return p[np.arange(len(q)), q]
+    to = np.asarray(collapse)
+    return np.array([row[to == k].sum() for row, k in zip(p, q, strict=True)])
+
+
+def js_distance(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Row-wise Jensen-Shannon distance (the square root of the divergence, natural log), as
+    ``scipy.spatial.distance.jensenshannon``, the implementation Xu et al. 2021 point to."""
+    p = np.asarray(p, dtype=float) / np.asarray(p, dtype=float).sum(1, keepdims=True)
+    q = np.asarray(q, dtype=float) / np.asarray(q, dtype=float).sum(1, keepdims=True)
+    m = (p + q) / 2
+
+    def kl(a: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(a > 0, a * np.log(a / m), 0.0).sum(1)
+
+    return np.sqrt(np.maximum((kl(p) + kl(q)) / 2, 0.0))
+
+
+def clean_sets(rows: Sequence[dict]) -> dict[str, list[dict]]:
+    """A run's rows of clean passes (every row but an attack's), by set, that keep probabilities."""
+    out: dict[str, list[dict]] = {}
+    for r in rows:
+        if "result" not in r and "probs" in r:
+            out.setdefault(r["set"], []).append(r)
+    return out
+
+
+def calibration(rows: Sequence[dict], collapse: dict[str, Sequence[int]] | None = None) -> dict[str, float]:
+    """``ece/<set>`` for every clean set of a run's rows, its confidence in the set's labels
+    (``collapse``: set name -> task label to set label, where they differ)."""
+    out = {}
+    for name, rs in sorted(clean_sets(rows).items()):
+        conf = confidence([r["probs"] for r in rs], [r["pred"] for r in rs], (collapse or {}).get(name))
+        out[f"ece/{name}"] = ece(conf, [r["pred"] == r["gold"] for r in rs])
+    return out
+
+
+def loyalty(rows: Sequence[dict], dense: Sequence[dict]) -> dict[str, float]:
+    """Xu et al. 2021 (section 3), per clean set both runs evaluated, over the examples they
+    share: label loyalty ``loyalty/<set>``, the share of answers equal to the dense model's, and
+    probability loyalty ``loyalty_prob/<set>``, 1 - the mean Jensen-Shannon distance between
+    the two models' class probabilities."""
+    theirs = {(r["set"], r["uid"]): r for rs in clean_sets(dense).values() for r in rs}
+    out = {}
+    for name, rs in sorted(clean_sets(rows).items()):
+        pairs = [(r, theirs[(name, r["uid"])]) for r in rs if (name, r["uid"]) in theirs]
+        if not pairs:
+            continue
+        out[f"loyalty/{name}"] = float(np.mean([a["pred"] == b["pred"] for a, b in pairs]))
+        out[f"loyalty_prob/{name}"] = float(1 - js_distance([a["probs"] for a, _ in pairs], [b["probs"] for _, b in pairs]).mean())
+    return out
+

@@ -5,7 +5,7 @@ points (the harness's command line knows them only through its registry):
 - ``bench claims``: a study's claims table, spliced into its findings page;
 - ``bench headline``: the README's headline and studies tables;
 - ``bench publish``: every published table at once (each study's leaderboard and claims, the
-  cross-study table, the README's tables, docs/recipes.md and docs/reference.md), as a reviewer
+  cross-study table, the README's tables, the site, docs/recipes.md and docs/reference.md), as a reviewer
   regenerates them to compare with the committed copies.
 """
 
@@ -27,6 +27,24 @@ def _dirty(record) -> bool:
     return record.provenance.get("git", {}).get("dirty") is not False
 
 
+def merged(found: list) -> list:
+    """Records of several studies with each run once: one run in two studies must report the
+    same results there (``leaderboard.evidence.same_results``); the copy made from a clean
+    tree is kept."""
+    from leaderboard.evidence import same_results
+
+    records = {}
+    for r in found:
+        seen = records.setdefault(r.run_id, r)
+        if seen is r:
+            continue
+        if not same_results(seen, r):
+            raise BenchError(f"run {r.run_id} is in {seen.where} and {r.where} with different results: keep one")
+        if _dirty(seen) and not _dirty(r):  # one run in two studies: the copy made from a clean tree
+            records[r.run_id] = r
+    return list(records.values())
+
+
 def write(out: Path | list[Path], output: Path | None = None) -> tuple[Path, list[str]]:
     """OUT/records (and OUT/references) -> Markdown; needs no torch. Several OUTs (studies)
     give one table per task and backbone with every candidate of them all. Only records that
@@ -34,7 +52,7 @@ def write(out: Path | list[Path], output: Path | None = None) -> tuple[Path, lis
     left out (said on stderr here, so that the caller can exit non-zero once the rest is done)."""
     from bench.store.references import load_references
     from leaderboard.build import build  # pandas and plots: only when a table is written
-    from leaderboard.evidence import check, same_results
+    from leaderboard.evidence import check
 
     given = list({o.resolve(): o for o in (out if isinstance(out, list) else [out])}.values())  # each folder once
     if len(given) > 1 and output is None:
@@ -46,16 +64,7 @@ def write(out: Path | list[Path], output: Path | None = None) -> tuple[Path, lis
         print(f"bench: warning: shown but not re-scored here: {line}", file=sys.stderr)
     for line in found.rejected:
         print(f"bench: error: left out of the leaderboard: {line}", file=sys.stderr)
-    records = {}
-    for r in found.records:
-        seen = records.setdefault(r.run_id, r)
-        if seen is r:
-            continue
-        if not same_results(seen, r):
-            raise BenchError(f"run {r.run_id} is in {seen.where} and {r.where} with different results: keep one")
-        if _dirty(seen) and not _dirty(r):  # one run in two studies: the copy made from a clean tree
-            records[r.run_id] = r
-    records = list(records.values())
+    records = merged(found.records)
     write_atomic(target, build(records, markdown=target, references=[x for o in outs for x in load_references(o)]))
     return target, found.rejected
 
@@ -114,8 +123,8 @@ class Headline(Command):
 
 @COMMANDS.register("publish")
 class Publish(Command):
-    help = ("regenerate every published table: each study's leaderboard and claims, the README, docs/recipes.md, "
-            "docs/reference.md, docs/schema/")
+    help = ("regenerate every published table: each study's leaderboard and claims, the README, docs/site/, "
+            "docs/recipes.md, docs/reference.md, docs/schema/")
 
     def arguments(self, p) -> None:
         p.add_argument("--root", default=".", help="the project's root (README.md, results/, docs/, sweeps/)")
@@ -126,15 +135,19 @@ class Publish(Command):
         from bench.spec.schemas import write as write_schemas
         from leaderboard.claims import write_table
         from leaderboard.headline import write_readme
+        from leaderboard.site import SITE, write_site
 
         root, left_out = Path(a.root), []
         for study in sorted(p.parent for p in (root / "results").glob("*/records")):
-            left_out += write(study)[1]
+            if any((study / "records").glob("*.json")):  # a study registered before its first record has no table yet
+                left_out += write(study)[1]
             if (study / "claims.toml").is_file():
                 write_table(study)
         for group in sorted(p.parent for p in (root / "results").glob(f"*/{STUDIES}")):
             left_out += write(group)[1]
         write_readme(root)
+        left_out += write_site(sorted({p.parent for p in (root / "results").glob("*/findings.md")}
+                                      | {p.parent for p in (root / "results").glob(f"*/{STUDIES}")}), root / SITE)[1]
         bad = conformance.write(root)
         write_atomic(root / "docs" / "reference.md", reference_markdown())
         write_schemas(root)

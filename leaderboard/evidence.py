@@ -177,6 +177,8 @@ TIMED = "eff/"  # metrics measured on the machine (size, speed), not computed fr
 # pick another of two equally good word swaps) while its outcome, queries and metrics stay
 ROW_FREE = ("seconds", "perturbed")
 PROB_NOISE = 1e-3  # class probabilities of one run on other thread counts differ in the 4th decimal
+FROM_PROBS = ("ece/", "loyalty_prob/")  # metrics of the probabilities: that noise, and no more
+FROM_TEXT = "/words"  # Words%: a metric of the adversarial text, free as that text is (ROW_FREE)
 
 
 def _agree(a, b, tol: float) -> bool:
@@ -193,12 +195,16 @@ def _agree(a, b, tol: float) -> bool:
 
 def same_results(a: Record, b: Record) -> bool:
     """Whether two records of one run id report the same results: every metric but the timed
-    ones equal, and every per-example row equal but for float noise in its probabilities and the
+    ones and Words% equal (those of the class probabilities within their noise), and every
+    per-example row equal but for float noise in its probabilities and the
     fields of ``ROW_FREE`` (the same run on 1 and on 2 CPU threads sums in another order). A run id is a
     hash of the whole configuration, so two studies may hold the same run, made on two machines
     or days; metrics are compared exactly, since one example is 1e-3 of a 1,000-example set."""
-    untimed = [{k: v for k, v in r.metrics.items() if not k.startswith(TIMED)} for r in (a, b)]
-    if not _agree(*untimed, tol=1e-9):
+    def part(r: Record, noisy: bool) -> dict:
+        return {k: v for k, v in r.metrics.items()
+                if not k.startswith(TIMED) and not k.endswith(FROM_TEXT) and k.startswith(FROM_PROBS) == noisy}
+
+    if not _agree(part(a, False), part(b, False), tol=1e-9) or not _agree(part(a, True), part(b, True), tol=PROB_NOISE):
         return False
     if a.predictions_sha256 == b.predictions_sha256:
         return True

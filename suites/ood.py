@@ -78,7 +78,8 @@ class OOD(Suite):
             logits = run(s.examples)
             rows += prediction_rows(s.name, s.examples, logits, collapse(logits.argmax(1), s.collapse))
         details: dict = {"id_metric": task.id_metric, "sizes": {"test": len(task.test)} | {s.name: len(s.examples) for s in sets},
-                         "pools": {}, "metrics": {s.name: s.metric for s in sets}, "labels": {s.name: list(s.labels) for s in sets}}
+                         "pools": {}, "metrics": {s.name: s.metric for s in sets}, "labels": {s.name: list(s.labels) for s in sets},
+                         "collapse": {s.name: list(s.collapse) for s in sets if list(s.collapse) != list(range(len(s.collapse)))}}
         for s in sets:
             details["pools"].setdefault(s.pool, []).append(s.name)
         return SuiteResult(metrics=self.score(rows, details), predictions=rows, details=details)

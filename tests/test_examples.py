@@ -24,7 +24,9 @@ def test_an_outside_suite_and_method_installed_with_pip_reach_the_leaderboard(tm
                           "--max-examples", "24", "--param", "epochs=1", "--param", "batch_size=8", "--out", str(out),
                           "--quiet"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
-    (record,) = [json.loads(p.read_text()) for p in (out / "records").glob("*.json")]
+    records = [json.loads(p.read_text()) for p in (out / "records").glob("*.json")]
+    (record,) = [r for r in records if r["method"] == "smoothed"]  # and its baseline's, its loyalty's other side
+    assert sorted(r["method"] for r in records) == ["finetune", "smoothed"] and "loyalty/test" in record["metrics"]
     value = record["metrics"]["distractor/distracted"]
     assert record["method"] == "smoothed" and 0.0 <= value <= 1.0
     board = (out / "LEADERBOARD.md").read_text().splitlines()
@@ -32,4 +34,4 @@ def test_an_outside_suite_and_method_installed_with_pip_reach_the_leaderboard(tm
     row = next(ln for ln in board if "| smoothed " in ln)
     assert "| distracted " in header and f"{100 * value:.1f}" in row
     rescore = subprocess.run([*bench, "rescore", str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert rescore.returncode == 0 and "1 re-scored exactly" in rescore.stdout, rescore.stdout + rescore.stderr
+    assert rescore.returncode == 0 and "2 re-scored exactly" in rescore.stdout, rescore.stdout + rescore.stderr

@@ -5,8 +5,10 @@ For each record: the predictions file is read and checked against the record's s
 row's gold label is checked against the example of the same id in the data the run used (its
 task, example cap and suite parameters, from the record's provenance); the suite recomputes its
 metrics from the rows (``Suite.score``, the formula ``evaluate`` itself uses), F_bias from the
-re-scored reference record, and the degenerate flag from the test rows and the
-one-class flags from every set's rows (where the record has them). Any difference is a
+re-scored reference record, the calibration error of every clean set from its rows, the
+loyalty from the rows of the baseline's record (the record, by the same suite and parameters, of
+the candidate the record names as its ``baseline``), and the degenerate flag from the test rows
+and the one-class flags from every set's rows (where the record has them). Any difference is a
 mismatch. Timings (``eff/``) are measurements, not functions of the predictions, and are not
 re-scored; records made before predictions were kept are listed as not re-scorable, and a file
 that is not a readable record is listed as unreadable while the others are re-scored.
@@ -17,15 +19,16 @@ checks every record it shows with them.
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.errors import BenchError
-from bench.metrics import degenerate, one_class_sets
+from bench.metrics import calibration, degenerate, loyalty, one_class_sets
 from bench.registry import SUITES, TASKS
-from bench.store.records import Record, load_predictions, read_records
+from bench.store.records import Column, Record, load_predictions, read_records
 
 
 @dataclass
@@ -120,6 +123,7 @@ def from_rows(record: Record, rows: list[dict]) -> FromRows | str:
         return str(e)
     if metrics is None:
         return f"suite '{record.suite}' cannot re-score this record's rows"
+    metrics |= calibration(rows, record.details.get("collapse"))
     test = [r for r in rows if r["set"] == "test"]
     return FromRows(metrics, degenerate([r["gold"] for r in test], [r["pred"] for r in test]) if test else None,
                     one_class_sets(rows), bool(test))
@@ -165,6 +169,29 @@ def rescore_record(record: Record, records_dir: Path, data_dir: str | None = Non
     return Rescored(record.run_id, "mismatch" if problems else "exact", problems, got.metrics, len(got.metrics), gold)
 
 
+def _suite_params(record: Record) -> str:
+    return json.dumps(record.provenance.get("config", {}).get("suite_params", {}), sort_keys=True)
+
+
+def baseline_record(record: Record, records: list[Record]) -> Record | None:
+    """The record whose rows ``record``'s loyalty was measured against: its baseline candidate
+    judged by the same suite with the same parameters (None for a candidate that is its own
+    baseline, or when the folder does not hold that record)."""
+    if not record.baseline or record.baseline == record.artifact.get("key"):
+        return None
+    return next((r for r in records if r.artifact.get("key") == record.baseline and r.suite == record.suite
+                 and _suite_params(r) == _suite_params(record)), None)
+
+
+def loyal(record: Record, records: list[Record], records_dir: Path) -> dict[str, float] | None:
+    """``record``'s loyalty to its baseline's record from both their rows; None when that
+    record is not in the folder."""
+    base = baseline_record(record, records)
+    if base is None or not base.predictions:
+        return None
+    return loyalty(load_predictions(records_dir, record), load_predictions(records_dir, base))
+
+
 def rescore(out: Path, data_dir: str | None = None) -> list[Rescored]:
     """Every record under ``out/records``, F_bias included (against its re-scored reference);
     a file that is not a readable record is listed as unreadable."""
@@ -174,7 +201,15 @@ def rescore(out: Path, data_dir: str | None = None) -> list[Rescored]:
     by_id = {r.run_id: r for r in records}
     for r in records:
         res, ref = results[r.run_id], by_id.get(r.reference or "")
-        if res.status == "not re-scorable" or ref is None or not SUITES.get(r.suite).compares:
+        if res.status == "not re-scorable":
+            continue
+        if (got := _loyalty(r, records, Path(out) / "records")) is not None:
+            res.checked += len(got)
+            if problems := [f"{k}: recorded {r.metrics.get(k)}, recomputed {v}" for k, v in got.items()
+                            if not _same(r.metrics.get(k), v)]:
+                res.problems += problems
+                res.status = "mismatch"
+        if ref is None or not SUITES.get(r.suite).compares:
             continue
         ref_metrics = results[ref.run_id].metrics if results[ref.run_id].status == "exact" else ref.metrics
         res.checked += len(SUITES.get(r.suite).compare(res.metrics, ref_metrics))
@@ -182,6 +217,13 @@ def rescore(out: Path, data_dir: str | None = None) -> list[Rescored]:
             res.problems += problems
             res.status = "mismatch"
     return [Rescored(why.split(":", 1)[0], "unreadable", [why.split(": ", 1)[-1]]) for why in unreadable] + list(results.values())
+
+
+def _loyalty(record: Record, records: list[Record], records_dir: Path) -> dict[str, float] | None:
+    try:
+        return loyal(record, records, records_dir)
+    except BenchError:  # the baseline's predictions are unreadable: its own line says so
+        return None
 
 
 def summary(out: Path, results: list[Rescored]) -> str:
@@ -192,3 +234,18 @@ def summary(out: Path, results: list[Rescored]) -> str:
                  f"metrics), {n['mismatch']} with mismatches, {n['not re-scorable']} not re-scorable"
                  + (f", {n['unreadable']} unreadable" if n["unreadable"] else ""))
     return "\n".join(lines)
+
+
+FROM_ROWS_TABLE = "calibration and loyalty"
+
+
+def row_columns(metrics: dict[str, float]) -> list[Column]:
+    """How the leaderboard shows ``calibration`` and ``loyalty``: one details table."""
+    shown = {"ece": ("ECE", False), "loyalty": ("label loyalty", True), "loyalty_prob": ("prob. loyalty", True)}
+    cols = []
+    for key in metrics:
+        kind, _, name = key.partition("/")
+        if kind in shown and name:
+            label, higher = shown[kind]
+            cols.append(Column(key, f"{label} {name}", "percent", higher, FROM_ROWS_TABLE))
+    return sorted(cols, key=lambda c: (c.key.split("/", 1)[1] != "test", c.key.split("/", 1)[1], list(shown).index(c.key.split("/")[0])))

@@ -27,9 +27,10 @@ from bench.core.provenance import (
     reset_peak_memory,
     versions,
 )
+from bench.core.rescore import row_columns
 from bench.data.examples import TaskData
 from bench.errors import BenchError
-from bench.metrics import degenerate, one_class_sets
+from bench.metrics import calibration, degenerate, loyalty, one_class_sets
 from bench.model import accel
 from bench.model.backbone import load_classifier, resolve
 from bench.model.efficiency import COLUMNS as EFFICIENCY
@@ -37,10 +38,10 @@ from bench.model.efficiency import measure
 from bench.model.masking import bake, current_masks, sparsity_report
 from bench.model.quant import restore
 from bench.registry import METHODS, SUITES, TASKS
-from bench.spec.requires import baseline_of, needed, reference_need, reference_of
+from bench.spec.requires import baseline_of, baseline_run, needed, reference_need, reference_of
 from bench.spec.run import RunSpec, digest
 from bench.store.atomic import intact
-from bench.store.records import Record, finished, load_record, record_path, write_run
+from bench.store.records import Record, finished, load_predictions, load_record, record_path, write_run
 
 
 def torch_device(spec: RunSpec) -> torch.device:
@@ -171,7 +172,8 @@ class Runner:
         result = suite.evaluate(cand, ctx)
         check_result(suite, result, ctx.task, spec.suite_params)
         task = ctx.task
-        metrics = dict(result.metrics)
+        metrics = dict(result.metrics) | calibration(result.predictions, result.details.get("collapse"))
+        metrics |= self._loyalty(spec, result.predictions)
         metrics.update(measure(cand.model, cand.tokenizer, self.dense(spec, len(task.labels)), task.test or task.dev,
                                task.max_length, ctx.device, spec.precision, self.out / "artifacts" / cand.lineage["key"]))
         reference = self._compare(spec, rid, suite, metrics)
@@ -198,13 +200,24 @@ class Runner:
                 created=datetime.now(UTC).isoformat(timespec="seconds"),
                 degenerate=degenerate([r["gold"] for r in test], [r["pred"] for r in test]),
                 one_class=one_class_sets(result.predictions),
-                columns=[c.to_dict() for c in suite.columns(result.details, metrics) + EFFICIENCY if c.key in metrics],
+                columns=[c.to_dict() for c in suite.columns(result.details, metrics) + row_columns(metrics) + EFFICIENCY
+                         if c.key in metrics],
             )
 
         record = load_record(write_run(self.out, rid, result.predictions, record_of))
         shutil.rmtree(ctx.scratch, ignore_errors=True)
         self.log(f"[bench] wrote {path}" + (f" (degenerate: {record.degenerate})" if record.degenerate else ""))
         return record  # exactly what a later reader sees (undefined numbers as None)
+
+    def _loyalty(self, spec: RunSpec, rows: list[dict]) -> dict[str, float]:
+        """Label and probability loyalty (``bench.metrics.loyalty``) to the candidate this one is
+        compared with (``baseline_run``), evaluated by the same suite first; none for a
+        candidate that is its own baseline."""
+        base = baseline_run(spec)
+        if base is None:
+            return {}
+        record = self.run(base)
+        return loyalty(rows, load_predictions(self.out / "records", record))
 
     def _compare(self, spec: RunSpec, rid: str, suite: Suite, metrics: dict) -> str | None:
         """Add the suite's comparison with the reference run (F_bias) to ``metrics``; returns

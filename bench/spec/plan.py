@@ -3,8 +3,9 @@
 One ``build`` per distinct candidate (its lineage: method, params, task, backbone, seed,
 sparsity) and one ``evaluate`` per record (a candidate judged by a suite). A build depends on
 the candidates its method declares (``bench.spec.requires.needed``: fine-tune once, prune many
-times); an evaluation depends on its candidate and on the record of the reference run its suite
-compares with (``reference_of``). Cycles are a one-line error, found before anything runs.
+times); an evaluation depends on its candidate, on the record of the reference run its suite
+compares with (``reference_of``) and on its baseline's evaluation by the same suite, whose
+rows loyalty compares with (``baseline_run``). Cycles are a one-line error, found before anything runs.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from bench.errors import BenchError
-from bench.spec.requires import needed, reference_of
+from bench.spec.requires import baseline_run, needed, reference_of
 from bench.spec.run import RunSpec, digest
 
 
@@ -56,9 +57,9 @@ def plan(run_specs: list[RunSpec]) -> dict[str, Job]:
             deps = [visit("build", n) for n in needed(spec)]
         else:
             deps = [visit("build", spec.candidate())]
-            ref = reference_of(spec)
-            if ref is not None and ref != spec:  # F_bias: the reference run's record
-                deps.append(visit("evaluate", ref))
+            for ref in (reference_of(spec), baseline_run(spec)):  # F_bias; loyalty (the baseline's rows)
+                if ref is not None and ref != spec and _id("evaluate", ref) not in deps:
+                    deps.append(visit("evaluate", ref))
         path.pop()
         jobs[jid] = Job(jid, kind, spec, tuple(deps))
         return jid

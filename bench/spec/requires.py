@@ -50,6 +50,16 @@ def baseline_of(spec: RunSpec) -> RunSpec:
     return spec.with_method(need.method, need.sparsity, need.params)
 
 
+def baseline_run(spec: RunSpec) -> RunSpec | None:
+    """The evaluation, by ``spec``'s suite, of the candidate ``spec``'s is compared with
+    (``baseline_of``), whose predictions loyalty is measured against; None when the candidate
+    is its own baseline."""
+    base = baseline_of(spec)
+    if base.candidate() == spec.candidate():
+        return None
+    return dataclasses.replace(base, suite=spec.suite, suite_params=spec.suite_params)
+
+
 def reference_of(spec: RunSpec) -> RunSpec | None:
     """The run whose metrics ``spec``'s suite compares with (``Suite.compare``); None when the
     suite compares nothing. It may be ``spec`` itself (the reference compares with itself)."""

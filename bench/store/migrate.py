@@ -1,5 +1,6 @@
-"""Records of an older schema rewritten as the current one (``bench migrate``), so that a reader
-knows one format. The run, its id and its predictions are unchanged; what the old format left
+"""Records of schema 1 rewritten as schema 2, the first step of ``bench migrate``
+(``bench.core.upgrade`` runs the steps), so that a reader knows one format. The run, its id
+and its predictions are unchanged; what the old format left
 to the leaderboard is written into the record, by the rule that leaderboard used, and the
 record says it was migrated (``provenance.migrated``).
 
@@ -23,11 +24,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from pathlib import Path
-
-from bench.errors import BenchError
-from bench.store.atomic import write_atomic
-from bench.store.records import SCHEMA_VERSION
 
 SHOWN_IN_LABEL_V1 = ("loss", "rewind", "paradigm", "retrain_loss", "ticket")
 KEPT_V1 = {"training": ("best_step", ("train_steps", "retrain_steps")), "ticket search": ("search_best_step", ("search_steps",))}
@@ -87,31 +83,6 @@ def upgrade(records: dict[str, dict], version: str, others: list[dict] = ()) -> 
         if kept:
             d["method_info"]["kept"] = kept
         d["provenance"]["migrated"] = note
-        d["schema_version"] = SCHEMA_VERSION
+        d["schema_version"] = 2
     _baselines(records, list(others))
     return records
-
-
-def migrate(out: Path, version: str) -> tuple[int, int]:
-    """Rewrite the schema-1 records of ``out/records`` in place, each atomically; returns
-    (rewritten, already current). A record of an unknown schema, or not JSON, stops it before
-    anything is written; an interrupted migration is finished by running it again."""
-    folder = out / "records"
-    if not folder.is_dir():
-        raise BenchError(f"no records directory {folder}")
-    old, current = {}, []
-    for p in sorted(folder.glob("*.json")):
-        try:
-            d = json.loads(p.read_text())
-            schema = d["schema_version"]
-        except (OSError, ValueError, TypeError, KeyError) as e:
-            raise BenchError(f"{p}: not a readable run record ({type(e).__name__}: {e}); nothing was rewritten") from None
-        if schema == SCHEMA_VERSION:
-            current.append(d)
-        elif schema == 1:
-            old[p.name] = d
-        else:
-            raise BenchError(f"{p}: record schema {schema} is unknown to this version; nothing was rewritten")
-    for name, d in upgrade(old, version, current).items():
-        write_atomic(folder / name, json.dumps(d, indent=1, sort_keys=True, allow_nan=False))
-    return len(old), len(current)

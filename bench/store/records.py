@@ -1,7 +1,7 @@
 """Run records: one JSON file per run and its per-example predictions, written atomically, with
 full provenance. Readable without torch: the leaderboard needs nothing else.
 
-Schema (``SCHEMA_VERSION`` 2; ``bench migrate`` rewrites records of schema 1), one object per
+Schema (``SCHEMA_VERSION`` 3; ``bench migrate`` rewrites records of schemas 1 and 2), one object per
 file under ``<out>/records/``:
 
 - ``schema_version``, ``run_id``, ``created`` (UTC ISO time)
@@ -13,8 +13,11 @@ file under ``<out>/records/``:
   ``prunable`` (the denominator), ``zeros``, ``per_matrix``, ``head_sparsity``,
   ``total_params``, ``nonzero_params``
 - ``metrics``: flat ``name -> number``: ``id``, ``id_acc``, ``ood/<set>``, ``ood/<set>/<cell>``,
-  ``pool/<pool>``, ``f_bias/<pool>``
-- ``details``: suite details (set sizes, pools); ``method_info``: the method's own numbers, with
+  ``pool/<pool>``, ``f_bias/<pool>``, ``<recipe>/aua`` ...; from the rows of every clean set,
+  ``ece/<set>`` and, against the baseline's record, ``loyalty/<set>`` and ``loyalty_prob/<set>``
+  (``bench.metrics``)
+- ``details``: suite details (set sizes, pools; ``collapse``: set name -> the task-to-set label
+  map of a set whose labels are not the task's, which its confidence sums over); ``method_info``: the method's own numbers, with
   ``kept`` ([stage, step kept, steps run] per stage, in the order shown) where it kept the best
   checkpoint on dev
 - ``predictions``: path of the per-example file (gzipped JSON lines, one row per evaluated
@@ -53,7 +56,7 @@ from pathlib import Path
 from bench.errors import BenchError
 from bench.store.atomic import exclusive, write_atomic
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -141,8 +144,9 @@ def load_record(path: Path) -> Record:
         data = json.loads(path.read_text())
         if not isinstance(data, dict):
             raise BenchError(f"{path}: not a run record (a JSON object is expected)")
-        if data.get("schema_version") == 1:
-            raise BenchError(f"{path}: record of schema 1; rewrite its folder with: python -m bench migrate {path.parent.parent}")
+        if data.get("schema_version") in (1, 2):
+            raise BenchError(f"{path}: record of schema {data['schema_version']}; rewrite its folder with: "
+                             f"python -m bench migrate {path.parent.parent}")
         if data.get("schema_version") != SCHEMA_VERSION:
             raise BenchError(f"{path}: record schema {data.get('schema_version')} is not {SCHEMA_VERSION}")
         return Record(**data, where=path.parent)

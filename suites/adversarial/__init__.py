@@ -7,7 +7,10 @@ label, never the first N of a file (the published Robust Tickets code attacked o
 only; docs/design.md section 7); their ids go into the record. Metrics per recipe, with TextAttack's
 conventions: Clean% = correct before the attack / N; Aua% = still correct after it / N; Suc% =
 successful / (successful + failed), skipping examples already wrong; #Query = mean model
-queries per attacked (non-skipped) example.
+queries per attacked (non-skipped) example; Words% = the words a successful attack changed, as
+a share of the attacked text's words, averaged over successful attacks (TextAttack's "average
+perturbed word %"; its denominator is the attacked column, which on a pair task is the
+hypothesis alone, where TextAttack counts the premise's words too).
 
 Every finished example is appended to ``<out>/partial/<run_id>/<recipe>.jsonl`` at once, so an
 interrupted attack resumes where it stopped and never attacks an example twice; each example
@@ -22,6 +25,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import tempfile
 import time
 import zlib
@@ -100,18 +104,36 @@ def load_rows(path: Path, header: dict) -> list[dict]:
     return rows
 
 
+# TextAttack's word splitting (textattack.shared.utils.words_from_text, CJK segmentation aside):
+# runs of word characters, its homoglyphs and '-_*@, with those four stripped from the ends
+_HOMOGLYPHS = "˗৭Ȣ𝟕бƼᏎƷᒿlO`ɑЬϲԁе𝚏ɡհіϳ𝒌ⅼｍոорԛⲅѕ𝚝սѵԝ×уᴢ"
+_WORD = re.compile(f"[\\w{_HOMOGLYPHS}'\\-_\\*@]+")
+_ENDS = "'-_*@"
+
+
+def words(text: str) -> list[str]:
+    """The words TextAttack counts in ``text`` (the denominator of its perturbed word %)."""
+    out = []
+    for token in text.split():
+        out += [w.strip(_ENDS) for w in _WORD.findall(token.strip(_ENDS))]
+    return [w for w in out if w]
+
+
 def summarize(rows: list[dict]) -> dict[str, float]:
-    """Clean%, Aua%, Suc% and #Query of one recipe's per-example rows (docs/design.md section 5)."""
+    """Clean%, Aua%, Suc%, #Query and Words% of one recipe's per-example rows (docs/design.md
+    section 5; the module docstring)."""
     n = len(rows)
     status = [r["result"] for r in rows]
     succ, fail, skip = status.count("successful"), status.count("failed"), status.count("skipped")
     attacked = [r["queries"] for r in rows if r["result"] != "skipped"]
+    changed = [r["words_changed"] / len(words(r["original"])) for r in rows
+               if r["result"] == "successful" and words(r.get("original", ""))]
     return {
         "clean": (n - skip) / n if n else math.nan,
         "aua": fail / n if n else math.nan,
         "suc": succ / (succ + fail) if succ + fail else math.nan,
         "queries": float(np.mean(attacked)) if attacked else math.nan,
-    }
+    } | ({"words": float(np.mean(changed))} if changed else {})  # no successful attack: none to count
 
 
 @functools.cache
@@ -210,7 +232,8 @@ class Adversarial(Suite):
 
     def columns(self, details: dict, metrics: dict[str, float]) -> list[Column]:
         """Main: clean accuracy, then Aua% (the first recipe ranks) and Suc% per recipe. Details:
-        each recipe's Clean% on the attacked sample and #Query."""
+        each recipe's Clean% on the attacked sample, #Query and Words% (more words to change: a
+        more robust model)."""
         cols = [Column("id", "ID acc", rows=("test",))]
         more = []
         for i, recipe in enumerate(details.get("recipes", {})):
@@ -218,7 +241,8 @@ class Adversarial(Suite):
             cols += [Column(f"{recipe}/aua", f"{shown} Aua%", rows=(recipe,), primary=i == 0),
                      Column(f"{recipe}/suc", f"{shown} Suc%", higher_is_better=False)]
             more += [Column(f"{recipe}/clean", f"{shown} Clean%", table="attacks"),
-                     Column(f"{recipe}/queries", f"{shown} #Query", "number", None, "attacks")]
+                     Column(f"{recipe}/queries", f"{shown} #Query", "number", None, "attacks"),
+                     Column(f"{recipe}/words", f"{shown} Words%", table="attacks")]
         return [c for c in cols + more if c.key in metrics]
 
     def sets(self, task, params: AttackParams | None) -> dict[str, list[Example]]:

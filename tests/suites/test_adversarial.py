@@ -35,6 +35,7 @@ def test_metrics_by_hand():
     assert m["aua"] == 0.25  # 1 of 4 still correct after it
     assert m["suc"] == pytest.approx(2 / 3)  # skipped examples are not attacked
     assert m["queries"] == 20.0  # mean over attacked examples
+    assert "words" not in m  # the rows keep no text: no word count to divide by
 
 
 def test_record_numbers_are_recomputed_from_the_per_example_file(runner, attack_spec):

@@ -1,0 +1,101 @@
+"""``bench migrate``: every record of an older schema rewritten as the current one, step by
+step, each file atomically. The run, its id, its metrics and its predictions are unchanged;
+the record says it was migrated (``provenance.migrated``: from which schema, by which version,
+when, and which metrics a step added).
+
+Schema 1 to 2: ``bench.store.migrate`` (what the schema-1 leaderboard inferred, written in).
+
+Schema 2 to 3: the metrics that schema 3 computes from the per-example rows, computed from the
+record's kept rows by the same functions a new run uses, and added (none replaced):
+
+- ``details.collapse``: the task-to-set label map of the sets whose labels are not the task's.
+  The only such built-in sets of schema 2 were HANS and its synthetic twin, entailment kept and
+  neutral and contradiction merged (``COLLAPSE_V2``; a test checks it against their
+  definitions); every other set's answer is its own class.
+- ``ece/<set>`` (``bench.metrics.calibration``) for every clean set with probabilities.
+- ``loyalty/<set>`` and ``loyalty_prob/<set>`` (``bench.metrics.loyalty``) against the rows of
+  the baseline's record in the same folder (``bench.core.rescore.baseline_record``); none when
+  the folder does not hold it, or the candidate is its own baseline.
+- The suite's metrics that its ``score`` now gives and the record lacks (the attacks' Words%).
+- ``columns``: the suite's, the rows' and the efficiency declarations of today, for the
+  record's metrics, so that the new ones are shown in their place.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench.core.rescore import baseline_record, row_columns
+from bench.errors import BenchError
+from bench.metrics import calibration, loyalty
+from bench.model.efficiency import COLUMNS as EFFICIENCY
+from bench.registry import SUITES
+from bench.store.atomic import write_atomic
+from bench.store.migrate import upgrade as upgrade_v1
+from bench.store.records import SCHEMA_VERSION, Column, Record, load_predictions
+
+COLLAPSE_V2 = {"hans": [0, 1, 1], "hans_synth": [0, 1, 1]}
+
+
+def _record(d: dict, folder: Path) -> Record:
+    return Record(**(d | {"schema_version": SCHEMA_VERSION}), where=folder)
+
+
+def upgrade_v2(records: dict[str, dict], folder: Path, version: str, others: list[dict] = ()) -> dict[str, dict]:
+    """Schema-2 record objects (file name -> object) as schema 3 (module docstring); ``others``:
+    the folder's other records, whose rows a record's loyalty may be measured against."""
+    when = datetime.now(UTC).isoformat(timespec="seconds")
+    every = [_record(d, folder) for d in [*records.values(), *others]]
+    for d in records.values():
+        sets = {*d["details"].get("labels", {}), *d["details"].get("sizes", {})}
+        if collapse := {name: m for name, m in COLLAPSE_V2.items() if name in sets}:
+            d["details"]["collapse"] = collapse
+        rec = _record(d, folder)
+        added: dict[str, float] = {}
+        if rec.predictions and (folder / rec.predictions).is_file():  # else it stays not re-scorable
+            rows = load_predictions(folder, rec)
+            suite = SUITES.get(rec.suite)
+            scored = suite.score(rows, rec.details) or {}
+            added = scored | calibration(rows, d["details"].get("collapse"))
+            base = baseline_record(rec, every)
+            if base is not None and base.predictions and (folder / base.predictions).is_file():
+                added |= loyalty(rows, load_predictions(folder, base))
+            added = {k: None if math.isnan(v) else v for k, v in added.items() if k not in d["metrics"]}  # NaN: null
+            d["metrics"] |= added
+            metrics = d["metrics"]
+            declared = suite.columns(d["details"], metrics) + row_columns(metrics) + EFFICIENCY
+            old = [Column.from_dict(c) for c in d.get("columns") or []]
+            keys = {c.key for c in declared}
+            d["columns"] = [c.to_dict() for c in declared if c.key in metrics] + [c.to_dict() for c in old if c.key not in keys]
+        d["provenance"]["migrated"] = (d["provenance"].get("migrated") or {"from_schema": 2}) | {
+            "by": f"bench {version}", "on": when, "added_from_predictions": sorted(added)}
+        d["schema_version"] = SCHEMA_VERSION
+    return records
+
+
+def migrate(out: Path, version: str) -> tuple[int, int]:
+    """Rewrite the older records of ``out/records`` in place, each atomically; returns
+    (rewritten, already current). A record of an unknown schema, or not JSON, stops it before
+    anything is written; an interrupted migration is finished by running it again."""
+    folder = Path(out) / "records"
+    if not folder.is_dir():
+        raise BenchError(f"no records directory {folder}")
+    by_schema: dict[int, dict[str, dict]] = {1: {}, 2: {}, SCHEMA_VERSION: {}}
+    for p in sorted(folder.glob("*.json")):
+        try:
+            d = json.loads(p.read_text())
+            schema = d["schema_version"]
+        except (OSError, ValueError, TypeError, KeyError) as e:
+            raise BenchError(f"{p}: not a readable run record ({type(e).__name__}: {e}); nothing was rewritten") from None
+        if schema not in by_schema:
+            raise BenchError(f"{p}: record schema {schema} is unknown to this version; nothing was rewritten")
+        by_schema[schema][p.name] = d
+    old, current = by_schema[1] | by_schema[2], by_schema[SCHEMA_VERSION]
+    upgrade_v1(by_schema[1], version, [*by_schema[2].values(), *current.values()])
+    upgrade_v2(old, folder, version, list(current.values()))
+    for name, d in old.items():
+        write_atomic(folder / name, json.dumps(d, indent=1, sort_keys=True, allow_nan=False))
+    return len(old), len(current)
