@@ -183,13 +183,17 @@ def baseline_record(record: Record, records: list[Record]) -> Record | None:
                  and _suite_params(r) == _suite_params(record)), None)
 
 
-def loyal(record: Record, records: list[Record], records_dir: Path) -> dict[str, float] | None:
+def loyal(record: Record, records: list[Record], records_dir: Path, rows: dict | None = None) -> dict[str, float] | None:
     """``record``'s loyalty to its baseline's record from both their rows; None when that
-    record is not in the folder."""
+    record is not in the folder. ``rows``: baseline run id -> its rows, read once (a study's
+    records share one baseline per seed)."""
     base = baseline_record(record, records)
     if base is None or not base.predictions:
         return None
-    return loyalty(load_predictions(records_dir, record), load_predictions(records_dir, base))
+    rows = {} if rows is None else rows
+    if base.run_id not in rows:  # the baselines only: every record's own rows would hold a whole study in memory
+        rows[base.run_id] = load_predictions(records_dir, base)
+    return loyalty(load_predictions(records_dir, record), rows[base.run_id])
 
 
 def rescore(out: Path, data_dir: str | None = None) -> list[Rescored]:
@@ -198,12 +202,12 @@ def rescore(out: Path, data_dir: str | None = None) -> list[Rescored]:
     records, unreadable = read_records(Path(out) / "records")
     cache: dict = {}  # data key -> (sets, labels) or why unreadable: the data is read once a study
     results = {r.run_id: rescore_record(r, Path(out) / "records", data_dir, cache) for r in records}
-    by_id = {r.run_id: r for r in records}
+    by_id, rows = {r.run_id: r for r in records}, {}
     for r in records:
         res, ref = results[r.run_id], by_id.get(r.reference or "")
         if res.status == "not re-scorable":
             continue
-        if (got := _loyalty(r, records, Path(out) / "records")) is not None:
+        if (got := _loyalty(r, records, Path(out) / "records", rows)) is not None:
             res.checked += len(got)
             if problems := [f"{k}: recorded {r.metrics.get(k)}, recomputed {v}" for k, v in got.items()
                             if not _same(r.metrics.get(k), v)]:
@@ -219,9 +223,9 @@ def rescore(out: Path, data_dir: str | None = None) -> list[Rescored]:
     return [Rescored(why.split(":", 1)[0], "unreadable", [why.split(": ", 1)[-1]]) for why in unreadable] + list(results.values())
 
 
-def _loyalty(record: Record, records: list[Record], records_dir: Path) -> dict[str, float] | None:
+def _loyalty(record: Record, records: list[Record], records_dir: Path, rows: dict) -> dict[str, float] | None:
     try:
-        return loyal(record, records, records_dir)
+        return loyal(record, records, records_dir, rows)
     except BenchError:  # the baseline's predictions are unreadable: its own line says so
         return None
 
