@@ -187,8 +187,8 @@ def _level(claim: Claim) -> str:
 
 
 def _difference(r: Result) -> str:
-    if r.problem or r.test is None:
-        return "–" if r.problem else f"{', '.join(_pts(d) for d in r.seed_deltas)} pts (per seed)"
+    if r.problem or r.test is None or len(r.seeds) < MIN_SEEDS_FOR_INTERVAL:  # an interval needs 3 seeds
+        return "–" if r.problem else f"{', '.join(_pts(d) for d in r.seed_deltas)} pts (per seed, no interval below 3 seeds)"
     t = r.test
     return (f"{_pts(t.mean)} [{_pts(t.low)}, {_pts(t.high)}] pts ({_level(r.claim)} interval, {len(r.seeds)} seeds, "
             f"{len(r.pairing.example_deltas)} examples); per seed {' / '.join(_pts(d) for d in r.seed_deltas)}")

@@ -12,7 +12,7 @@ import pytest
 from bench.cli import main as bench
 from bench.errors import BenchError
 from bench.store.records import write_predictions
-from leaderboard.claims import START, measure, splice, study_table
+from leaderboard.claims import START, measure, render, splice, study_table
 from leaderboard.claims_file import Claim, Family, Select, load_claims
 from leaderboard.evidence import checked_records
 from leaderboard.sections import BOUNDS, sections
@@ -63,6 +63,12 @@ def test_each_row_of_the_verdict_rule(tmp_path, new_right, claim, verdict, paper
     (res,) = measure([_claim(**claim)], _study(tmp_path, new_right))
     assert res.verdict == verdict
     assert res.paper_way == paper_way and res.pairing.n == 1000 * len(new_right)
+
+
+def test_below_3_seeds_the_table_gives_per_seed_differences_and_no_interval(tmp_path):
+    (res,) = measure([_claim()], _study(tmp_path, [700, 720]))
+    row = next(line for line in render([res]).splitlines() if line.startswith("| 1 |"))
+    assert "+10.0, +12.0 pts (per seed, no interval below 3 seeds)" in row and "interval," not in row
 
 
 def test_a_side_at_chance_or_answering_one_class_makes_a_claim_not_testable(tmp_path):

@@ -64,6 +64,20 @@ def test_movement_prunes_each_matrix_to_its_target_while_fine_tuning(runner, run
     assert cand.info["kept"][0][0] == "training"
 
 
+def test_until_it_prunes_movement_trains_the_weights_as_fine_tuning_does(runner, run_spec):
+    """At sparsity 0 the mask keeps every weight all along, so movement is fine-tuning with its
+    recipe (lr 3e-5, batch 16 as released, no weight decay) plus scores that change nothing: the
+    same weights at the end. What the scores then prune is the schedule's doing, not a
+    broken weight update (results/posttraining/findings.md: movement at the CPU budget)."""
+    recipe = {**RECIPE, "lr": 3e-5, "weight_decay": 0.0}
+    moved = runner.candidate(run_spec("movement", sparsity=0.0, params=recipe))
+    tuned = runner.candidate(run_spec("finetune", params={**recipe, "checkpoint_step": 10}))  # movement keeps the last step here
+    assert moved.info["best_step"] == 10 and moved.sparsity.sparsity == 0.0
+    ours, theirs = prunable_linears(moved.model), prunable_linears(tuned.model)
+    for name, lin in ours.items():
+        assert torch.allclose(lin.weight, theirs[name].weight, atol=1e-6), name
+
+
 def test_soft_movement_is_capped_at_its_target_and_says_so(runner, run_spec):
     weak = runner.candidate(run_spec("movement", sparsity=0.5, params={**RECIPE, "soft": True, "final_lambda": 0.0}))
     assert weak.sparsity.sparsity == pytest.approx(0.5, abs=1e-6) and weak.info["capped"] == 12  # no penalty: tau alone
