@@ -66,7 +66,7 @@ def test_movement_prunes_each_matrix_to_its_target_while_fine_tuning(runner, run
 
 def test_until_it_prunes_movement_trains_the_weights_as_fine_tuning_does(runner, run_spec):
     """At sparsity 0 the mask keeps every weight all along, so movement is fine-tuning with its
-    recipe (lr 3e-5, batch 16 as released, no weight decay) plus scores that change nothing: the
+    recipe (lr 3e-5 as released, no weight decay) plus scores that change nothing: the
     same weights at the end. What the scores then prune is the schedule's doing, not a
     broken weight update (results/posttraining/findings.md: movement at the CPU budget)."""
     recipe = {**RECIPE, "lr": 3e-5, "weight_decay": 0.0}
