@@ -140,10 +140,14 @@ def confidence(probs: Sequence[Sequence[float]], pred: Sequence[int], collapse: 
     classes that ``collapse`` maps to the answer summed (HANS: neutral + contradiction for
     non-entailment); without ``collapse``, the answer's own class."""
     p, q = np.asarray(probs, dtype=float), np.asarray(pred)
+    if not len(q):
+        return np.zeros(0)
     if collapse is None:
         return p[np.arange(len(q)), q]
     to = np.asarray(collapse)
-    return np.array([row[to == k].sum() for row, k in zip(p, q, strict=True)])
+    if len(to) != p.shape[1]:
+        raise ValueError(f"collapse maps {len(to)} classes, the probabilities have {p.shape[1]}")
+    return (p * (to[None, :] == q[:, None])).sum(1)  # per row: the classes mapped to its answer
 
 
 def js_distance(p: np.ndarray, q: np.ndarray) -> np.ndarray:

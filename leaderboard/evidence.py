@@ -67,17 +67,19 @@ SCORED: dict[tuple, FromRows | str] = {}  # _scoring(record) -> what its rows gi
 PARSED_MAX = 1024  # about 5 MB each for a 31,000-row HANS record
 
 
-def outcomes_of(rec: Record) -> Outcomes:
+def outcomes_of(rec: Record, read: tuple[Path, bytes] | None = None) -> Outcomes:
     """A record's per-example outcomes by set ({} when its predictions were not kept, or it was
-    not read from a directory). The file is read and checked against the record's checksum on
-    every call, but parsed once per checksum: one run is in several tables (its study's, the
-    by-task one, a claims table), and parsing is most of the time of building them. Only what
-    the paired tests use is kept, and what the rows give for the record's numbers (``check``):
-    whole rows of a hundred HANS records would take gigabytes."""
+    not read from a directory), parsed once per checksum: one run is in several tables (its
+    study's, the by-task one, a claims table), and parsing is most of the time of building them.
+    The file is checked against the record's checksum when it is parsed, and by ``check`` on
+    every build (``read``: the path and bytes that check read), not on each of the thousands of
+    paired tests that ask for its outcomes. Only what the paired tests use is kept, and what the
+    rows give for the record's numbers (``check``): whole rows of a hundred HANS records would
+    take gigabytes."""
     if not (rec.where is not None and rec.predictions and (rec.where / rec.predictions).resolve().is_file()):
         return {}
-    path, data = read_predictions(rec.where, rec)
     if rec.predictions_sha256 not in PARSED or _scoring(rec) not in SCORED:
+        path, data = read or read_predictions(rec.where, rec)
         by_set: dict[str, dict[str, tuple]] = defaultdict(dict)  # a later row of one example replaces it
         with gc_paused():
             rows = parse_predictions(path, data)
@@ -138,8 +140,7 @@ def check(records_dirs: list[Path]) -> Checked:
         out.rejected += unreadable
         for rec in records:
             try:
-                read_predictions(rec.where, rec)  # there, and the run's: or one line saying why not
-                outcomes_of(rec)
+                outcomes_of(rec, read_predictions(rec.where, rec))  # there, and the run's: or one line saying why not
             except BenchError as e:
                 out.rejected.append(str(e))
                 continue

@@ -28,7 +28,7 @@ from pathlib import Path
 from bench.errors import BenchError
 from bench.metrics import calibration, degenerate, loyalty, one_class_sets
 from bench.registry import SUITES, TASKS
-from bench.store.records import Column, Record, load_predictions, read_records
+from bench.store.records import Column, Record, gc_paused, load_predictions, read_records
 
 
 @dataclass
@@ -152,7 +152,9 @@ def compared(record: Record, metrics: dict[str, float], reference: dict[str, flo
 
 
 def rescore_record(record: Record, records_dir: Path, data_dir: str | None = None,
-                   cache: dict | None = None) -> Rescored:
+                   cache: dict | None = None, baseline: list[dict] | None = None) -> Rescored:
+    """``record`` re-scored from its rows; with ``baseline`` (its baseline's rows), its loyalty
+    as well, from the same read of its rows."""
     if not record.predictions:
         return Rescored(record.run_id, "not re-scorable", ["no per-example predictions kept"])
     if not (records_dir / record.predictions).resolve().is_file():
@@ -166,7 +168,13 @@ def rescore_record(record: Record, records_dir: Path, data_dir: str | None = Non
         return Rescored(record.run_id, "not re-scorable", [got])
     problems, gold = _gold(record, rows, data_dir, {} if cache is None else cache)
     problems += differences(record, got)
-    return Rescored(record.run_id, "mismatch" if problems else "exact", problems, got.metrics, len(got.metrics), gold)
+    checked = len(got.metrics)
+    if baseline is not None:
+        loyal = loyalty(rows, baseline)
+        checked += len(loyal)
+        problems += [f"{k}: recorded {record.metrics.get(k)}, recomputed {v}" for k, v in loyal.items()
+                     if not _same(record.metrics.get(k), v)]
+    return Rescored(record.run_id, "mismatch" if problems else "exact", problems, got.metrics, checked, gold)
 
 
 def _suite_params(record: Record) -> str:
@@ -183,37 +191,23 @@ def baseline_record(record: Record, records: list[Record]) -> Record | None:
                  and _suite_params(r) == _suite_params(record)), None)
 
 
-def loyal(record: Record, records: list[Record], records_dir: Path, rows: dict | None = None) -> dict[str, float] | None:
-    """``record``'s loyalty to its baseline's record from both their rows; None when that
-    record is not in the folder. ``rows``: baseline run id -> its rows, read once (a study's
-    records share one baseline per seed)."""
-    base = baseline_record(record, records)
-    if base is None or not base.predictions:
-        return None
-    rows = {} if rows is None else rows
-    if base.run_id not in rows:  # the baselines only: every record's own rows would hold a whole study in memory
-        rows[base.run_id] = load_predictions(records_dir, base)
-    return loyalty(load_predictions(records_dir, record), rows[base.run_id])
-
-
 def rescore(out: Path, data_dir: str | None = None) -> list[Rescored]:
-    """Every record under ``out/records``, F_bias included (against its re-scored reference);
-    a file that is not a readable record is listed as unreadable."""
+    """Every record under ``out/records``, its loyalty (against its baseline's rows) and F_bias
+    (against its re-scored reference) included; a file that is not a readable record is listed
+    as unreadable. Each record's rows are read once, its baseline's once a study (a study's
+    records share one baseline per seed; every record's rows kept would hold a whole study in
+    memory), with cyclic garbage collection paused: rows form no cycles."""
     records, unreadable = read_records(Path(out) / "records")
+    records_dir = Path(out) / "records"
     cache: dict = {}  # data key -> (sets, labels) or why unreadable: the data is read once a study
-    results = {r.run_id: rescore_record(r, Path(out) / "records", data_dir, cache) for r in records}
-    by_id, rows = {r.run_id: r for r in records}, {}
+    baselines: dict[str, list[dict] | None] = {}  # baseline run id -> its rows, None if unreadable
+    with gc_paused():
+        results = {r.run_id: rescore_record(r, records_dir, data_dir, cache, _baseline_rows(r, records, records_dir, baselines))
+                   for r in records}
+    by_id = {r.run_id: r for r in records}
     for r in records:
         res, ref = results[r.run_id], by_id.get(r.reference or "")
-        if res.status == "not re-scorable":
-            continue
-        if (got := _loyalty(r, records, Path(out) / "records", rows)) is not None:
-            res.checked += len(got)
-            if problems := [f"{k}: recorded {r.metrics.get(k)}, recomputed {v}" for k, v in got.items()
-                            if not _same(r.metrics.get(k), v)]:
-                res.problems += problems
-                res.status = "mismatch"
-        if ref is None or not SUITES.get(r.suite).compares:
+        if res.status == "not re-scorable" or ref is None or not SUITES.get(r.suite).compares:
             continue
         ref_metrics = results[ref.run_id].metrics if results[ref.run_id].status == "exact" else ref.metrics
         res.checked += len(SUITES.get(r.suite).compare(res.metrics, ref_metrics))
@@ -223,11 +217,18 @@ def rescore(out: Path, data_dir: str | None = None) -> list[Rescored]:
     return [Rescored(why.split(":", 1)[0], "unreadable", [why.split(": ", 1)[-1]]) for why in unreadable] + list(results.values())
 
 
-def _loyalty(record: Record, records: list[Record], records_dir: Path, rows: dict) -> dict[str, float] | None:
-    try:
-        return loyal(record, records, records_dir, rows)
-    except BenchError:  # the baseline's predictions are unreadable: its own line says so
+def _baseline_rows(record: Record, records: list[Record], records_dir: Path, read: dict) -> list[dict] | None:
+    """The rows ``record``'s loyalty was measured against; None when its baseline's record is not
+    in the folder, keeps no rows, or they are unreadable (that record's own line says so)."""
+    base = baseline_record(record, records)
+    if base is None or not base.predictions:
         return None
+    if base.run_id not in read:
+        try:
+            read[base.run_id] = load_predictions(records_dir, base)
+        except BenchError:
+            read[base.run_id] = None
+    return read[base.run_id]
 
 
 def summary(out: Path, results: list[Rescored]) -> str:

@@ -76,17 +76,23 @@ def test_words_are_split_as_textattack_splits_them():
     assert "words" not in summarize(attacked[2:])  # no successful attack: no Words%, not a NaN that breaks the contract
 
 
-def test_a_run_records_calibration_and_loyalty_and_a_tampered_one_is_a_mismatch(runner, run_spec, capsys):
+def test_a_run_records_calibration_and_loyalty_and_a_tampered_one_is_a_mismatch(runner, run_spec, capsys, monkeypatch):
     """A pruned candidate's evaluation runs its baseline's first (the plan's dependency, and
     the runner's), records ECE per set and loyalty to that baseline's rows, and re-scores
-    exactly; an edited loyalty is a mismatch."""
+    exactly, reading each record's rows once and the baseline's once more; an edited loyalty
+    is a mismatch."""
+    import bench.core.rescore as rescoring
+
     rec = runner.run(run_spec("imp", sparsity=0.5, params={"epochs": 1, "batch_size": 8}))
     assert {"ece/test", "ece/hans_synth", "loyalty/test", "loyalty_prob/test", "loyalty/hans_synth"} <= set(rec.metrics)
     assert rec.details["collapse"] == {"hans_synth": [0, 1, 1]}
     assert any(c["key"] == "loyalty/test" and c["table"] == "calibration and loyalty" for c in rec.columns)
     dense = load_record(runner.out / "records" / f"{rec.reference}.json")
     assert "loyalty/test" not in dense.metrics and "ece/test" in dense.metrics  # its own baseline: no loyalty
+    read, load = [], rescoring.load_predictions
+    monkeypatch.setattr(rescoring, "load_predictions", lambda d, r: read.append(r.run_id) or load(d, r))
     assert all(r.status == "exact" for r in rescore(runner.out))
+    assert sorted(read) == sorted([rec.run_id, dense.run_id, dense.run_id])  # its own rows, the baseline's and its loyalty's
     path = runner.out / "records" / f"{rec.run_id}.json"
     data = json.loads(path.read_text())
     data["metrics"]["loyalty/test"] -= 0.01
