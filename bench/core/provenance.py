@@ -28,6 +28,13 @@ def versions() -> dict[str, str]:
     return out
 
 
+# Tracked files that hold no code a run executes: study results (records, tables, findings,
+# leaderboards a sweep rewrites when it ends) and documentation. A change to them must not mark
+# the records of a sweep that runs after another one, in the same checkout, as made by
+# uncommitted code.
+NOT_CODE = (":(top,exclude)results", ":(top,exclude)docs", ":(top,exclude,glob)**/*.md")
+
+
 @functools.cache
 def git_state() -> dict[str, str | bool]:
     """The commit this process runs, read once per process: a sweep writes records for hours,
@@ -35,10 +42,15 @@ def git_state() -> dict[str, str | bool]:
     loaded at start. ``Runner`` reads it when it is created: in the sweep's process, or in each
     pool or Ray worker when it starts and imports the code (modules imported lazily later, such
     as TextAttack's recipes, are the exception)."""
-    root = Path(__file__).resolve().parent.parent
+    return tree_state(Path(__file__).resolve().parent.parent)
+
+
+def tree_state(root: Path) -> dict[str, str | bool]:
+    """The commit checked out at ``root`` and whether a tracked file other than ``NOT_CODE``
+    differs from it; ``{"commit": "unknown", "dirty": False}`` outside a git checkout."""
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ":(top)", *NOT_CODE], cwd=root,
                                capture_output=True, text=True, timeout=10)
         if head.returncode == 0:
             return {"commit": head.stdout.strip(), "dirty": bool(dirty.stdout.strip())}

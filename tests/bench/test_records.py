@@ -59,3 +59,28 @@ def test_predictions_round_trip_and_a_line_that_is_not_one_object_is_refused(tmp
         with pytest.raises(BenchError, match="not readable per-example predictions"):
             load_predictions(records_dir, edited)
     assert gc.isenabled()  # parsing pauses the garbage collector; a bad file must not leave it off
+
+
+def test_a_rewritten_leaderboard_or_doc_does_not_make_the_tree_dirty_but_code_does(tmp_path: Path):
+    """A sweep rewrites its study's LEADERBOARD.md when it ends; the next sweep in the same
+    checkout runs the same code, so its records must not say 'dirty'."""
+    def git(*argv):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *argv], cwd=tmp_path, check=True,
+                       capture_output=True)
+
+    for f in ("bench/x.py", "results/s/LEADERBOARD.md", "results/s/records/r.json", "docs/a.md", "README.md"):
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f).write_text("a\n")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "c")
+    assert records.tree_state(tmp_path)["dirty"] is False
+    for f in ("results/s/LEADERBOARD.md", "results/s/records/r.json", "docs/a.md", "README.md"):
+        (tmp_path / f).write_text("b\n")
+    (tmp_path / "new.py").write_text("untracked\n")
+    assert records.tree_state(tmp_path)["dirty"] is False
+    assert records.tree_state(tmp_path / "results" / "s")["dirty"] is False  # the same from any folder of the checkout
+    (tmp_path / "bench/x.py").write_text("b\n")
+    state = records.tree_state(tmp_path)
+    assert state["dirty"] is True and len(state["commit"]) == 40
+    assert records.tree_state(tmp_path / "results" / "s")["dirty"] is True
