@@ -37,6 +37,8 @@ count). The dense model trained for as many optimizer epochs as the robust ticke
 ``finetune --param epochs=<budget_epochs>`` (8 with the defaults).
 
 CPU scale: the paper searches for 20 epochs at mask lr 0.05-0.1; here ``search_epochs`` = 3.
+The released code evaluates dev once, at the end of each epoch, in all three stages; the paper
+spec sets ``eval_every`` to one epoch's steps, the CPU specs keep the harness's twice an epoch.
 """
 
 from __future__ import annotations

@@ -46,3 +46,17 @@ def test_ci_runs_the_readme_s_second_command():
     readme = (ROOT / "README.md").read_text()
     ci = (ROOT / ".ci" / "run").read_text().splitlines()[-1]
     assert ci.startswith("python3 -m venv .venv && ") and ci in readme
+
+
+def test_the_usage_page_lists_every_spec_with_the_jobs_it_plans():
+    import re
+
+    from bench.spec.plan import plan
+    from bench.spec.sweep import load_spec, runs
+
+    rows = dict(re.findall(r"^\| `sweeps/(\w+)\.toml` \|.*\| (\d+) jobs", (ROOT / "docs" / "usage.md").read_text(), re.M))
+    specs = {p.stem for p in (ROOT / "sweeps").glob("*.toml")} - {"conformance", "quickstart"}  # quickstart: the README's
+    assert set(rows) == specs, "docs/usage.md's table of specs and sweeps/ differ"
+    for name, n in rows.items():
+        planned = len(plan(list(runs(load_spec(ROOT / "sweeps" / f"{name}.toml"), check_backbones=False))))
+        assert planned == int(n), f"docs/usage.md says {n} jobs for {name}; --dry-run plans {planned}"
