@@ -7,7 +7,6 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from sklearn.metrics import f1_score
 
 from bench.errors import BenchError
 
@@ -18,6 +17,8 @@ def accuracy(y: np.ndarray, pred: np.ndarray) -> float:
 
 def weighted_f1(y: np.ndarray, pred: np.ndarray) -> float:
     """F1 per class averaged with weights = class support (QQP, PAWS)."""
+    from sklearn.metrics import f1_score  # imported here: a second and more that only F1 scores pay
+
     return float(f1_score(y, pred, average="weighted", zero_division=0))
 
 
@@ -153,8 +154,8 @@ def confidence(probs: Sequence[Sequence[float]], pred: Sequence[int], collapse: 
 def js_distance(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Row-wise Jensen-Shannon distance (the square root of the divergence, natural log), as
     ``scipy.spatial.distance.jensenshannon``, the implementation Xu et al. 2021 point to."""
-    p = np.asarray(p, dtype=float) / np.asarray(p, dtype=float).sum(1, keepdims=True)
-    q = np.asarray(q, dtype=float) / np.asarray(q, dtype=float).sum(1, keepdims=True)
+    p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
+    p, q = p / p.sum(1, keepdims=True), q / q.sum(1, keepdims=True)
     m = (p + q) / 2
 
     def kl(a: np.ndarray) -> np.ndarray:

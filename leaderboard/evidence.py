@@ -12,7 +12,6 @@ tests compare (``outcomes_of``).
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.core.rescore import FromRows, compared, differences, from_rows
+from bench.core.rescore import SCORED, compared, differences, scored, scoring_key
 from bench.errors import BenchError
 from bench.metrics import one_class
 from bench.store.records import (
@@ -44,10 +43,27 @@ class SetOutcomes:
     right: np.ndarray  # bool
     gold: np.ndarray  # gold label (object: int or None)
     one_class: str | None = None  # why the model answers one class on this set (bench.metrics.one_class)
+    # each example's group (HANS heuristic, PAWS source, ...) as an index into ``groups``, -1 for
+    # none: small codes, not a string per example, as the cache holds hundreds of records
+    group: np.ndarray | None = None
+    groups: tuple[str, ...] = ()
 
     def only(self, golds: tuple) -> SetOutcomes:
         keep = np.isin(self.gold, list(golds))
-        return SetOutcomes(self.uids[keep], self.right[keep], self.gold[keep], self.one_class)
+        group = None if self.group is None else self.group[keep]
+        return SetOutcomes(self.uids[keep], self.right[keep], self.gold[keep], self.one_class, group, self.groups)
+
+    def errors_by_group(self) -> dict[tuple[str, object], tuple[int, int]]:
+        """(group, gold label) -> (examples, wrong answers), over the examples that have a group."""
+        out = {}
+        if self.group is None:
+            return out
+        for code, name in enumerate(self.groups):
+            in_group = self.group == code
+            for gold in sorted(set(self.gold[in_group].tolist()), key=str):
+                sel = in_group & (self.gold == gold)
+                out[(name, gold)] = (int(sel.sum()), int((~self.right[sel]).sum()))
+        return out
 
 
 def pair(mine: SetOutcomes, base: SetOutcomes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -63,7 +79,6 @@ Outcomes = dict[str, SetOutcomes]  # set -> its outcomes
 
 
 PARSED: dict[str, Outcomes] = {}  # predictions checksum -> outcomes (the oldest dropped first)
-SCORED: dict[tuple, FromRows | str] = {}  # _scoring(record) -> what its rows give (bench.core.rescore)
 PARSED_MAX = 1024  # about 5 MB each for a 31,000-row HANS record
 
 
@@ -73,23 +88,23 @@ def outcomes_of(rec: Record, read: tuple[Path, bytes] | None = None) -> Outcomes
     study's, the by-task one, a claims table), and parsing is most of the time of building them.
     The file is checked against the record's checksum when it is parsed, and by ``check`` on
     every build (``read``: the path and bytes that check read), not on each of the thousands of
-    paired tests that ask for its outcomes. Only what the paired tests use is kept, and what the
-    rows give for the record's numbers (``check``): whole rows of a hundred HANS records would
-    take gigabytes."""
+    paired tests that ask for its outcomes. Only what the paired tests and the site's error
+    browser use is kept, and what the rows give for the record's numbers (``check``): whole rows
+    of a hundred HANS records would take gigabytes."""
     if not (rec.where is not None and rec.predictions and (rec.where / rec.predictions).resolve().is_file()):
         return {}
-    if rec.predictions_sha256 not in PARSED or _scoring(rec) not in SCORED:
+    if rec.predictions_sha256 not in PARSED or scoring_key(rec) not in SCORED:
         path, data = read or read_predictions(rec.where, rec)
         by_set: dict[str, dict[str, tuple]] = defaultdict(dict)  # a later row of one example replaces it
         with gc_paused():
             rows = parse_predictions(path, data)
             for row in rows:
                 if (right := is_right(row)) is not None:
-                    by_set[row["set"]][str(row["uid"])] = (right, row.get("gold"), row.get("pred"), "result" in row)
-            SCORED[_scoring(rec)] = from_rows(rec, rows)
-        for cache in (PARSED, SCORED):
-            if len(cache) > PARSED_MAX:
-                cache.pop(next(iter(cache)))
+                    by_set[row["set"]][str(row["uid"])] = (right, row.get("gold"), row.get("pred"), "result" in row,
+                                                                row.get("group") or "")
+            scored(rec, rows)
+        if len(PARSED) > PARSED_MAX:
+            PARSED.pop(next(iter(PARSED)))
         PARSED[rec.predictions_sha256] = {name: _arrays(rows) for name, rows in by_set.items()}
     return PARSED[rec.predictions_sha256]
 
@@ -99,7 +114,10 @@ def _arrays(rows: dict[str, tuple]) -> SetOutcomes:
     order = np.argsort(uids, kind="stable")
     right = np.fromiter((v[0] for v in rows.values()), bool, len(rows))
     gold = np.array([v[1] for v in rows.values()] + [None], dtype=object)[:-1]  # the None keeps it 1-D
-    return SetOutcomes(uids[order], right[order], gold[order], _one_class(rows))
+    names = sorted({v[4] for v in rows.values()} - {""})
+    code = {name: i for i, name in enumerate(names)} | {"": -1}
+    group = np.fromiter((code[v[4]] for v in rows.values()), np.int32, len(rows))
+    return SetOutcomes(uids[order], right[order], gold[order], _one_class(rows), group[order], tuple(names))
 
 
 def _one_class(rows: dict[str, tuple]) -> str | None:
@@ -114,11 +132,6 @@ def is_right(row: dict) -> bool | None:
     per-example outcomes were kept have no 'correct' field; an attack row's outcome is not its label's)."""
     right = row.get("correct", row["gold"] == row.get("pred") if "result" not in row else None)
     return None if right is None else bool(right)
-
-
-def _scoring(rec: Record) -> tuple:
-    """What decides what a record's rows give: the rows, the suite, its details."""
-    return rec.predictions_sha256, rec.suite, json.dumps(rec.details, sort_keys=True, default=str)
 
 
 @dataclass
@@ -144,7 +157,7 @@ def check(records_dirs: list[Path]) -> Checked:
             except BenchError as e:
                 out.rejected.append(str(e))
                 continue
-            got = SCORED[_scoring(rec)]
+            got = SCORED[scoring_key(rec)]
             if isinstance(got, str):
                 out.unverified.append(f"{rec.run_id}: {got}")
             elif problems := differences(rec, got):

@@ -24,8 +24,9 @@ from bench.api import Command
 from bench.errors import BenchError
 from bench.registry import COMMANDS
 from bench.store.atomic import write_atomic
-from bench.store.records import STUDIES, Record, load_predictions, study_folders
+from bench.store.records import STUDIES, Record, parse_predictions, read_predictions, study_folders
 from leaderboard.build import _legend, cell, details_tables, ranks
+from leaderboard.evidence import outcomes_of
 from leaderboard.sections import Candidate, Section, sections, slug
 
 ASSETS = Path(__file__).parent / "site_assets"
@@ -111,7 +112,9 @@ def _filters(sec: Section) -> str:
 
 def examples(sec: Section, where: dict[str, Path]) -> dict:
     """The browser's data for one table: attacked examples (each original text once, the attack's
-    edits as token spans) and OOD errors by set and group, over seeds."""
+    edits as token spans) and OOD errors by set and group, over seeds. The errors come from the
+    outcomes ``check`` parsed; of the rows, only the attack rows and the clean test rows (the
+    confidence an attack started from) are decoded again: a line without '"result"' is no attack row."""
     texts: dict[str, str] = {}
     cands, attacks, ood = [], [], {}
     for ci, cand in enumerate(sec.candidates):
@@ -119,20 +122,24 @@ def examples(sec: Section, where: dict[str, Path]) -> dict:
         for r in cand.records:
             if r.run_id not in where or not r.predictions or not (where[r.run_id] / r.predictions).is_file():
                 continue
-            rows = load_predictions(where[r.run_id], r)
-            conf = {x["uid"]: x["probs"][x["pred"]] for x in rows if x["set"] == "test" and "probs" in x}
+            outcomes = outcomes_of(r)
+            for name, o in outcomes.items():
+                for (group, gold), (n, wrong) in ([] if name == "test" else o.errors_by_group().items()):
+                    seen = ood.get((ci, name, group, gold), (0, 0))
+                    ood[(ci, name, group, gold)] = (seen[0] + n, seen[1] + wrong)
+            read = read_predictions(where[r.run_id], r)
+            rows = [x for x in parse_predictions(*read, keep=lambda line: '"result"' in line) if "result" in x]
+            if not rows:
+                continue
+            clean = parse_predictions(*read, keep=lambda line: '"test"' in line and '"probs"' in line)
+            conf = {x["uid"]: x["probs"][x["pred"]] for x in clean if x["set"] == "test" and "probs" in x}
             for x in rows:
-                if "result" in x:
-                    a = x["original"].split()
-                    texts.setdefault(x["uid"], x["original"])
-                    ops = [[i1, i2, " ".join(x["perturbed"].split()[j1:j2])] for tag, i1, i2, j1, j2 in
-                           difflib.SequenceMatcher(None, a, x["perturbed"].split(), autojunk=False).get_opcodes() if tag != "equal"]
-                    attacks.append([ci, r.seed, x["set"], x["uid"], x["gold"], x["pred"], x["adv_pred"], x["result"],
-                                    x.get("words_changed", 0), x.get("queries", 0), conf.get(x["uid"]), ops])
-                elif x["set"] != "test" and x.get("group"):
-                    k = (ci, x["set"], x["group"], x["gold"])
-                    n, wrong = ood.get(k, (0, 0))
-                    ood[k] = (n + 1, wrong + (x["pred"] != x["gold"]))
+                a = x["original"].split()
+                texts.setdefault(x["uid"], x["original"])
+                ops = [[i1, i2, " ".join(x["perturbed"].split()[j1:j2])] for tag, i1, i2, j1, j2 in
+                       difflib.SequenceMatcher(None, a, x["perturbed"].split(), autojunk=False).get_opcodes() if tag != "equal"]
+                attacks.append([ci, r.seed, x["set"], x["uid"], x["gold"], x["pred"], x["adv_pred"], x["result"],
+                                x.get("words_changed", 0), x.get("queries", 0), conf.get(x["uid"]), ops])
     return {"candidates": cands, "texts": texts, "attacks": attacks,
             "ood": [[*k, n, w] for k, (n, w) in sorted(ood.items())]}
 

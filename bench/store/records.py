@@ -264,11 +264,12 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def parse_predictions(path: Path, data: bytes) -> list[dict]:
-    """The rows of a per-example file (gzipped or plain JSON lines)."""
+def parse_predictions(path: Path, data: bytes, keep: Callable[[str], bool] | None = None) -> list[dict]:
+    """The rows of a per-example file (gzipped or plain JSON lines); with ``keep``, only those
+    whose JSON line it keeps (a reader that needs a few rows need not decode them all)."""
     try:
         text = gzip.decompress(data).decode("utf-8") if path.suffix == ".gz" else data.decode("utf-8")
-        lines = [line for line in text.splitlines() if line.strip()]
+        lines = [line for line in text.splitlines() if line.strip() and (keep is None or keep(line))]
         with gc_paused():
             rows = json.loads(f"[{','.join(lines)}]")  # one parse, about twice as fast as one per line
     except (OSError, ValueError, EOFError) as e:

@@ -83,8 +83,8 @@ def test_pairing_counts_only_the_examples_both_runs_hold():
         return len(uids), int((x & ~y).sum()), int((~x & y).sum())
 
     rng = random.Random(0)
-    mine = {f"u{i}": (rng.random() < 0.6, i % 3, 0, False) for i in rng.sample(range(400), 300)}
-    base = {f"u{i}": (rng.random() < 0.5, i % 3, 0, False) for i in rng.sample(range(400), 250)}
+    mine = {f"u{i}": (rng.random() < 0.6, i % 3, 0, False, "") for i in rng.sample(range(400), 300)}
+    base = {f"u{i}": (rng.random() < 0.5, i % 3, 0, False, "") for i in rng.sample(range(400), 250)}
     for golds in ((), (1, 2)):
         keys = [k for k in mine if k in base and (not golds or mine[k][1] in golds)]
         expected = (len(keys), sum(mine[k][0] and not base[k][0] for k in keys),
@@ -92,6 +92,18 @@ def test_pairing_counts_only_the_examples_both_runs_hold():
         a, b = _arrays(mine), _arrays(base)
         assert counts(*pair(*((a.only(golds), b.only(golds)) if golds else (a, b)))) == expected and expected[0] > 50
     assert counts(*pair(_arrays(mine), _arrays(dict(reversed(mine.items()))))) == (300, 0, 0)  # other order
+
+
+def test_the_errors_by_group_count_each_group_and_gold_label():
+    """What the site's OOD error browser shows: examples and wrong answers per group and gold
+    label; examples without a group are left out."""
+    from leaderboard.evidence import _arrays
+
+    rows = {"a": (True, 0, 0, False, "lexical"), "b": (False, 1, 0, False, "lexical"), "c": (False, 1, 2, False, "lexical"),
+            "d": (True, 1, 1, False, "subsequence"), "e": (False, 0, 1, False, "")}
+    outcomes = _arrays(rows)
+    assert outcomes.errors_by_group() == {("lexical", 0): (1, 0), ("lexical", 1): (2, 2), ("subsequence", 1): (1, 0)}
+    assert outcomes.only((1,)).errors_by_group() == {("lexical", 1): (2, 2), ("subsequence", 1): (1, 0)}
 
 
 def test_published_rows_are_labelled_and_never_averaged():
