@@ -114,7 +114,7 @@ def examples(sec: Section, where: dict[str, Path]) -> dict:
     """The browser's data for one table: attacked examples (each original text once, the attack's
     edits as token spans) and OOD errors by set and group, over seeds. The errors come from the
     outcomes ``check`` parsed; of the rows, only the attack rows and the clean test rows (the
-    confidence an attack started from) are decoded again: a line without '"result"' is no attack row."""
+    confidence an attack started from) are decoded again (``_attack_or_test``)."""
     texts: dict[str, str] = {}
     cands, attacks, ood = [], [], {}
     for ci, cand in enumerate(sec.candidates):
@@ -127,13 +127,9 @@ def examples(sec: Section, where: dict[str, Path]) -> dict:
                 for (group, gold), (n, wrong) in ([] if name == "test" else o.errors_by_group().items()):
                     seen = ood.get((ci, name, group, gold), (0, 0))
                     ood[(ci, name, group, gold)] = (seen[0] + n, seen[1] + wrong)
-            read = read_predictions(where[r.run_id], r)
-            rows = [x for x in parse_predictions(*read, keep=lambda line: '"result"' in line) if "result" in x]
-            if not rows:
-                continue
-            clean = parse_predictions(*read, keep=lambda line: '"test"' in line and '"probs"' in line)
-            conf = {x["uid"]: x["probs"][x["pred"]] for x in clean if x["set"] == "test" and "probs" in x}
-            for x in rows:
+            rows = parse_predictions(*read_predictions(where[r.run_id], r), keep=_attack_or_test)
+            conf = {x["uid"]: x["probs"][x["pred"]] for x in rows if x["set"] == "test" and "probs" in x}
+            for x in (x for x in rows if "result" in x):
                 a = x["original"].split()
                 texts.setdefault(x["uid"], x["original"])
                 ops = [[i1, i2, " ".join(x["perturbed"].split()[j1:j2])] for tag, i1, i2, j1, j2 in
@@ -142,6 +138,12 @@ def examples(sec: Section, where: dict[str, Path]) -> dict:
                                 x.get("words_changed", 0), x.get("queries", 0), conf.get(x["uid"]), ops])
     return {"candidates": cands, "texts": texts, "attacks": attacks,
             "ood": [[*k, n, w] for k, (n, w) in sorted(ood.items())]}
+
+
+def _attack_or_test(line: str) -> bool:
+    """Whether a row's JSON line can be an attack row or a clean test row with probabilities: a
+    line without these strings is neither, and is not decoded."""
+    return '"result"' in line or ('"test"' in line and '"probs"' in line)
 
 
 def study_page(title: str, secs: list[Section], out: Path, where: dict[str, Path], src: Path) -> None:
