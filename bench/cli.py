@@ -215,10 +215,10 @@ def cmd_rescore(a: argparse.Namespace) -> int:
     from bench.core.rescore import rescore, summary
     from bench.store.records import study_folders
 
-    bad = 0
+    bad, data = 0, {}  # the evaluation sets, built once for every folder that shares them
     folders = {f.resolve(): f for out in a.out for f in study_folders(Path(out))}  # studies.toml: its studies
     for out in folders.values():
-        results = rescore(out, a.data_dir)
+        results = rescore(out, a.data_dir, data)
         print(summary(Path(out), results))
         bad += sum(r.status in ("mismatch", "unreadable") for r in results)
     if bad:

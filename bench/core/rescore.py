@@ -212,15 +212,17 @@ def baseline_record(record: Record, records: list[Record]) -> Record | None:
                  and _suite_params(r) == _suite_params(record)), None)
 
 
-def rescore(out: Path, data_dir: str | None = None) -> list[Rescored]:
+def rescore(out: Path, data_dir: str | None = None, data_cache: dict | None = None) -> list[Rescored]:
     """Every record under ``out/records``, its loyalty (against its baseline's rows) and F_bias
     (against its re-scored reference) included; a file that is not a readable record is listed
     as unreadable. Each record's rows are read once, its baseline's once a study (a study's
     records share one baseline per seed; every record's rows kept would hold a whole study in
-    memory), with cyclic garbage collection paused: rows form no cycles."""
+    memory), with cyclic garbage collection paused: rows form no cycles. The data is read once
+    a study, or once for several when they pass one ``data_cache`` (``bench rescore`` of
+    several folders: the data cannot change within one command)."""
     records, unreadable = read_records(Path(out) / "records")
     records_dir = Path(out) / "records"
-    cache: dict = {}  # data key -> (sets, labels) or why unreadable: the data is read once a study
+    cache = {} if data_cache is None else data_cache  # data key -> (sets, labels) or why unreadable
     baselines: dict[str, list[dict] | None] = {}  # baseline run id -> its rows, None if unreadable
     with gc_paused():
         results = {r.run_id: rescore_record(r, records_dir, data_dir, cache, _baseline_rows(r, records, records_dir, baselines))

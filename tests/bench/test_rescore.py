@@ -32,8 +32,8 @@ def test_a_fresh_record_and_its_f_bias_rescore_exactly(runner, run_spec, capsys)
 
 def test_each_distinct_data_is_read_once_and_each_record_is_checked_against_its_own(runner, run_spec, monkeypatch):
     """Re-scoring a study reads its data once, not once per record (a study holds up
-    to 135 records on the same MNLI files), yet a record with another example cap is still
-    checked against the examples it was evaluated on."""
+    to 135 records on the same MNLI files), nor once per study when studies share it, yet a
+    record with another example cap is still checked against the examples it was evaluated on."""
     from bench.registry import TASKS
 
     task = type(TASKS.get("nli_synth"))
@@ -45,6 +45,11 @@ def test_each_distinct_data_is_read_once_and_each_record_is_checked_against_its_
     results = rescore(runner.out)
     assert len(results) == 3 and all(r.status == "exact" and r.gold == "checked" for r in results)
     assert len(reads) == 2  # one per example cap
+    shared: dict = {}  # several studies of one data, as `bench rescore` of several folders passes
+    reads.clear()
+    for _ in range(2):
+        assert all(r.status == "exact" for r in rescore(runner.out, None, shared))
+    assert len(reads) == 2
 
 
 def test_an_edited_metric_an_edited_prediction_or_a_wrong_gold_label_is_a_mismatch(runner, run_spec, capsys):
@@ -83,9 +88,12 @@ def test_an_edited_metric_an_edited_prediction_or_a_wrong_gold_label_is_a_mismat
 STUDIES = sorted(str(p.parent.relative_to(ROOT / "results")) for p in (ROOT / "results").rglob("records") if p.is_dir())
 
 
+REAL_SETS: dict = {}  # the real data's evaluation sets, built once for every study (as `bench rescore results`)
+
+
 @pytest.mark.parametrize("study", STUDIES)
 def test_every_committed_study_rescores_without_a_mismatch(study):
-    results = rescore(ROOT / "results" / study, str(REAL_DATA))
+    results = rescore(ROOT / "results" / study, str(REAL_DATA), REAL_SETS)
     assert [r.problems for r in results if r.status == "mismatch"] == []
 
 

@@ -101,6 +101,7 @@ def test_every_page_loads_offline_with_no_console_error(browser, study):
 def test_a_header_sorts_a_filter_hides_and_an_attack_is_marked(browser):
     page, errors, outside = _open(browser, COMMITTED / "index.html")
     page.click("text=Robust Tickets on SST-2")  # the index links every study
+    page.wait_for_load_state("load")  # the click returns once the navigation commits, before site.js has run
     assert page.url.endswith("/tickets/index.html")
     table = page.locator("section.study table.board").first
     header = table.locator("th", has_text="TextFooler Aua%")
