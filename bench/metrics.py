@@ -192,7 +192,7 @@ def loyalty(rows: Sequence[dict], dense: Sequence[dict]) -> dict[str, float]:
     theirs = {(r["set"], r["uid"]): r for rs in clean_sets(dense).values() for r in rs}
     out = {}
     for name, rs in sorted(clean_sets(rows).items()):
-        pairs = [(r, theirs[(name, r["uid"])]) for r in rs if (name, r["uid"]) in theirs]
+        pairs = [(r, b) for r in rs if (b := theirs.get((name, r["uid"]))) is not None]
         if not pairs:
             continue
         out[f"loyalty/{name}"] = float(np.mean([a["pred"] == b["pred"] for a, b in pairs]))

@@ -71,13 +71,6 @@ def test_a_process_pool_gives_the_records_of_the_local_executor(local_records, t
     assert _scores(tmp_path / "out") == expected
 
 
-def test_a_local_ray_instance_gives_the_records_of_the_local_executor(local_records, tmp_path):
-    pytest.importorskip("ray")
-    spec, expected = local_records
-    _run(spec, tmp_path / "out", "ray", workers=2)
-    assert _scores(tmp_path / "out") == expected
-
-
 def _execute_in(args):
     job, out = args
     return execute(job, out, 1)
@@ -126,7 +119,8 @@ def test_killing_a_sweep_and_rerunning_it_finishes_only_the_missing_jobs(local_r
 def test_a_ray_cluster_started_as_a_user_would(local_records, tmp_path):
     """`ray start --head` on this machine, then `bench sweep --executor ray
     --ray-address`; the sweep killed mid-way and run again (with `--ray-address auto`, as on a
-    head node) gives the local executor's records."""
+    head node) gives the local executor's records. (A local Ray instance, no address, runs the
+    same tasks: ``test_a_worker_killed_mid_sweep_fails_its_own_job_only[ray]`` starts one.)"""
     pytest.importorskip("ray")
     import socket
 
