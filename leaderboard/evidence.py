@@ -80,6 +80,7 @@ Outcomes = dict[str, SetOutcomes]  # set -> its outcomes
 
 PARSED: dict[str, Outcomes] = {}  # predictions checksum -> outcomes (the oldest dropped first)
 PARSED_MAX = 1024  # about 5 MB each for a 31,000-row HANS record
+ATTACKED: set[str] = set()  # the predictions checksums whose rows include attack rows
 
 
 def outcomes_of(rec: Record, read: tuple[Path, bytes] | None = None) -> Outcomes:
@@ -91,6 +92,8 @@ def outcomes_of(rec: Record, read: tuple[Path, bytes] | None = None) -> Outcomes
     paired tests that ask for its outcomes. Only what the paired tests and the site's error
     browser use is kept, and what the rows give for the record's numbers (``check``): whole rows
     of a hundred HANS records would take gigabytes."""
+    if read is None and rec.where is not None and rec.predictions and rec.predictions_sha256 in PARSED:
+        return PARSED[rec.predictions_sha256]  # parsed and checked in this process: the file need not be looked at
     if not (rec.where is not None and rec.predictions and (rec.where / rec.predictions).resolve().is_file()):
         return {}
     if rec.predictions_sha256 not in PARSED or scoring_key(rec) not in SCORED:
@@ -98,15 +101,25 @@ def outcomes_of(rec: Record, read: tuple[Path, bytes] | None = None) -> Outcomes
         by_set: dict[str, dict[str, tuple]] = defaultdict(dict)  # a later row of one example replaces it
         with gc_paused():
             rows = parse_predictions(path, data)
+            attacked = False
             for row in rows:
+                attacked = attacked or "result" in row
                 if (right := is_right(row)) is not None:
                     by_set[row["set"]][str(row["uid"])] = (right, row.get("gold"), row.get("pred"), "result" in row,
                                                                 row.get("group") or "")
             scored(rec, rows)
+        if attacked:
+            ATTACKED.add(rec.predictions_sha256)
         if len(PARSED) > PARSED_MAX:
             PARSED.pop(next(iter(PARSED)))
         PARSED[rec.predictions_sha256] = {name: _arrays(rows) for name, rows in by_set.items()}
     return PARSED[rec.predictions_sha256]
+
+
+def has_attack_rows(rec: Record) -> bool:
+    """Whether the record's per-example rows include attack rows (those with a 'result')."""
+    outcomes_of(rec)  # parses the rows, once
+    return rec.predictions_sha256 in ATTACKED
 
 
 def _arrays(rows: dict[str, tuple]) -> SetOutcomes:

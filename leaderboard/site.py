@@ -26,7 +26,7 @@ from bench.registry import COMMANDS
 from bench.store.atomic import write_atomic
 from bench.store.records import STUDIES, Record, parse_predictions, read_predictions, study_folders
 from leaderboard.build import _legend, cell, details_tables, ranks
-from leaderboard.evidence import outcomes_of
+from leaderboard.evidence import has_attack_rows, outcomes_of
 from leaderboard.sections import Candidate, Section, sections, slug
 
 ASSETS = Path(__file__).parent / "site_assets"
@@ -127,6 +127,8 @@ def examples(sec: Section, where: dict[str, Path]) -> dict:
                 for (group, gold), (n, wrong) in ([] if name == "test" else o.errors_by_group().items()):
                     seen = ood.get((ci, name, group, gold), (0, 0))
                     ood[(ci, name, group, gold)] = (seen[0] + n, seen[1] + wrong)
+            if not has_attack_rows(r):
+                continue  # nothing more to decode (an OOD record's 30,000 HANS rows)
             rows = parse_predictions(*read_predictions(where[r.run_id], r), keep=_attack_or_test)
             conf = {x["uid"]: x["probs"][x["pred"]] for x in rows if x["set"] == "test" and "probs" in x}
             for x in (x for x in rows if "result" in x):
