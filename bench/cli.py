@@ -79,6 +79,8 @@ def _parser() -> argparse.ArgumentParser:
         sw.add_argument(f"--{key}", action="append", help=f"only the spec's runs of this {key} (repeatable)")
     sw.add_argument("--seed", action="append", type=int,
                     help="only the spec's runs of this seed (repeatable): a long study, seed by seed")
+    sw.add_argument("--sparsity", action="append", type=float,
+                    help="only the spec's runs of this target sparsity (repeatable), with what they need")
     sw.add_argument("--quiet", action="store_true", help="no progress output")
 
     ls = sub.add_parser("ls", help="list methods, suites and tasks with their parameters")
@@ -151,7 +153,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     from bench.store.references import write_references
 
     spec = load_spec(Path(a.spec))
-    only = {k: getattr(a, k) for k in ("method", "suite", "task", "seed") if getattr(a, k)}
+    only = {k: getattr(a, k) for k in ("method", "suite", "task", "seed", "sparsity") if getattr(a, k)}
     out = Path(a.out)
     todo = runs(spec, only, check_backbones=not a.dry_run, device=a.device, compile=a.compile)
     outcomes = run_batch(todo, out, executor=a.executor, workers=a.workers, cpus_per_job=a.cpus_per_job,

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import BenchError
+from bench.metrics import check_sparsity
 from bench.registry import METHODS, SUITES, TASKS, did_you_mean
 from bench.spec.run import DEFAULTS, FIELD_NAMES, FIELDS, RunSpec, as_list, grid
 from bench.store.references import Reference
@@ -211,7 +212,8 @@ def _throughput(path: Path, est: dict) -> Throughput:
 def runs(spec: SweepSpec, only: dict[str, list] | None = None, check_backbones: bool = True,
          device: str | None = None, compile: bool = False) -> list[RunSpec]:
     """Every run (method, suite, task, ...) of the spec, validated; ``only`` keeps the runs whose
-    method / suite / task / seed is listed (a tox slice, a study seed by seed); ``device`` overrides the spec's (the smoke
+    method / suite / task / seed / target sparsity is listed (a tox slice, a study seed by seed or
+    one sparsity at a time; what they need is planned with them); ``device`` overrides the spec's (the smoke
     spec on a GPU) and ``compile`` turns torch.compile on for every run. Backbone availability is
     checked unless a dry run plans for another machine."""
     only = only or {}
@@ -222,7 +224,10 @@ def runs(spec: SweepSpec, only: dict[str, list] | None = None, check_backbones: 
         found = grid(check_backbone=check_backbones, **{k: v for k, v in g.items() if v is not None and v != ""})
         out += [r for r in found if all(getattr(r, k) in v for k, v in only.items())]
     for k, values in only.items():
-        if k == "seed":
+        if k == "sparsity":
+            for v in values:
+                check_sparsity(v)
+        if k in ("seed", "sparsity"):
             continue
         names = {"method": METHODS, "suite": SUITES, "task": TASKS}[k].names()
         for v in values:

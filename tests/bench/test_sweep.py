@@ -385,3 +385,25 @@ def test_a_negative_seed_or_a_cap_below_two_examples_a_label_is_one_line(tmp_pat
                  "--out", str(tmp_path / "out"), "--quiet"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and message in err and len(err.splitlines()) == 1, err
+
+
+def test_a_sparsity_slice_keeps_its_runs_and_what_they_need(tmp_path, tiny_bert):
+    """`bench sweep --sparsity 0.7`: the 70 % runs of a grid, with the dense model they start
+    from; a sparsity outside [0, 1) is one line."""
+    text = f"""
+        [defaults]
+        backbone = "{tiny_bert}"
+        suite = "ood"
+        [[group]]
+        method = "finetune"
+        [[group]]
+        method = "imp"
+        sparsity = [0.5, 0.7, 0.9]
+    """
+    jobs = _plan(tmp_path, text, sparsity=[0.7])
+    assert {(j.spec.method, j.spec.sparsity) for j in jobs.values() if j.kind == "evaluate"} == {
+        ("imp", 0.7), ("finetune", None)}  # finetune: imp's F_bias reference
+    with pytest.raises(BenchError, match=r"sparsity must be in \[0, 1\), got 1.5"):
+        runs(load_spec(_spec(tmp_path, text)), {"sparsity": [1.5]})
+    with pytest.raises(BenchError, match="no run matches"):
+        runs(load_spec(_spec(tmp_path, text)), {"sparsity": [0.6]})
