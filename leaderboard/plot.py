@@ -21,6 +21,14 @@ from bench.store.records import Record
 
 Row = tuple[str, float | None, list[Record]]  # (leaderboard row label, target sparsity, its records)
 Panel = tuple[str, str, float]  # (title, metric key, scale)
+MARKERS = "os^Dv<>Ph*"
+
+
+def style(i: int, colors: list[str]) -> tuple[str, str]:
+    """(colour, marker) of the i-th line: the colour cycle, then a new marker each time it wraps,
+    so no two of a figure's lines look alike below len(colors) * len(MARKERS) of them (a by-task
+    MNLI figure has more lines than the 10 colours)."""
+    return colors[i % len(colors)], MARKERS[(i // len(colors)) % len(MARKERS)]
 
 
 def _values(rs: list[Record], key: str, scale: float) -> list[float]:
@@ -58,8 +66,8 @@ def plot(rows: list[Row], panels: list[Panel], path: Path, title: str) -> Path |
                     std.append(float(np.std(vals, ddof=1)) if len(vals) > 1 else 0.0)
             if not xs:
                 continue
-            c = colors[i % len(colors)]
-            ax.plot(xs, mean, marker="o", color=c, label=label)
+            c, m = style(i, colors)
+            ax.plot(xs, mean, marker=m, color=c, label=label)
             if any(std):
                 ax.fill_between(xs, np.subtract(mean, std), np.add(mean, std), color=c, alpha=0.2)
         for j, (label, rs) in enumerate(sorted(dense.items())):

@@ -149,6 +149,14 @@ def test_sparsity_plot_is_written_beside_the_markdown_and_linked(tmp_path):
     assert not (tmp_path / "plots" / "x.png").exists()
 
 
+def test_no_two_lines_of_a_plot_look_alike_past_the_colour_cycle():
+    from leaderboard.plot import MARKERS, style
+
+    colors = [f"C{i}" for i in range(10)]
+    n = len(colors) * len(MARKERS)
+    assert len({style(i, colors) for i in range(n)}) == n  # the by-task MNLI figure has 30 lines
+
+
 def test_no_plot_without_sparse_rows(tmp_path):
     md = build([_rec("finetune (ce)", 0, None, 0.9, 0.6, 1.0)], markdown=tmp_path / "LEADERBOARD.md")
     assert "plots/" not in md and not (tmp_path / "plots").exists()
