@@ -31,6 +31,15 @@ def style(i: int, colors: list[str]) -> tuple[str, str]:
     return colors[i % len(colors)], MARKERS[(i // len(colors)) % len(MARKERS)]
 
 
+DENSE_STYLES = ("--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)))
+DENSE_GREYS = ("black", "grey", "silver")
+
+
+def dense_style(j: int) -> tuple[str, str | tuple]:
+    """(colour, line style) of the j-th dense reference line: black line styles, then greys."""
+    return DENSE_GREYS[(j // len(DENSE_STYLES)) % len(DENSE_GREYS)], DENSE_STYLES[j % len(DENSE_STYLES)]
+
+
 def _values(rs: list[Record], key: str, scale: float) -> list[float]:
     vals = [r.metrics.get(key) for r in rs]
     return [v * scale for v in vals if v is not None and not (isinstance(v, float) and math.isnan(v))]
@@ -73,8 +82,8 @@ def plot(rows: list[Row], panels: list[Panel], path: Path, title: str) -> Path |
         for j, (label, rs) in enumerate(sorted(dense.items())):
             vals = _values(rs, key, scale)
             if vals:
-                ax.axhline(float(np.mean(vals)), color="black", linestyle=["--", ":", "-."][j % 3], linewidth=1,
-                           label=f"{label} (dense)")
+                c, ls = dense_style(j)
+                ax.axhline(float(np.mean(vals)), color=c, linestyle=ls, linewidth=1, label=f"{label} (dense)")
         ax.set_title(name)
         ax.set_xlabel("sparsity %")
         ax.grid(alpha=0.3)

@@ -150,11 +150,12 @@ def test_sparsity_plot_is_written_beside_the_markdown_and_linked(tmp_path):
 
 
 def test_no_two_lines_of_a_plot_look_alike_past_the_colour_cycle():
-    from leaderboard.plot import MARKERS, style
+    from leaderboard.plot import MARKERS, dense_style, style
 
     colors = [f"C{i}" for i in range(10)]
     n = len(colors) * len(MARKERS)
     assert len({style(i, colors) for i in range(n)}) == n  # the by-task MNLI figure has 30 lines
+    assert len({dense_style(j) for j in range(12)}) == 12  # and 5 dense references
 
 
 def test_no_plot_without_sparse_rows(tmp_path):
