@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -22,22 +23,26 @@ from bench.store.records import Record
 Row = tuple[str, float | None, list[Record]]  # (leaderboard row label, target sparsity, its records)
 Panel = tuple[str, str, float]  # (title, metric key, scale)
 MARKERS = "os^Dv<>Ph*"
-
-
-def style(i: int, colors: list[str]) -> tuple[str, str]:
-    """(colour, marker) of the i-th line: the colour cycle, then a new marker each time it wraps,
-    so no two of a figure's lines look alike below len(colors) * len(MARKERS) of them (a by-task
-    MNLI figure has more lines than the 10 colours)."""
-    return colors[i % len(colors)], MARKERS[(i // len(colors)) % len(MARKERS)]
-
-
 DENSE_STYLES = ("--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)))
 DENSE_GREYS = ("black", "grey", "silver")
 
 
+def _nth(i: int, fast: Sequence, slow: Sequence) -> tuple:
+    """The i-th of the pairs (fast, slow), the slow one changing each time the fast one wraps:
+    no two alike below len(fast) * len(slow)."""
+    return fast[i % len(fast)], slow[(i // len(fast)) % len(slow)]
+
+
+def style(i: int, colors: list[str]) -> tuple[str, str]:
+    """(colour, marker) of the i-th sparse line: a figure can hold more lines than colours (the
+    by-task MNLI one, 30 against 10)."""
+    return _nth(i, colors, MARKERS)
+
+
 def dense_style(j: int) -> tuple[str, str | tuple]:
     """(colour, line style) of the j-th dense reference line: black line styles, then greys."""
-    return DENSE_GREYS[(j // len(DENSE_STYLES)) % len(DENSE_GREYS)], DENSE_STYLES[j % len(DENSE_STYLES)]
+    line, grey = _nth(j, DENSE_STYLES, DENSE_GREYS)
+    return grey, line
 
 
 def _values(rs: list[Record], key: str, scale: float) -> list[float]:
