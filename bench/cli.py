@@ -81,6 +81,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="only the spec's runs of this seed (repeatable): a long study, seed by seed")
     sw.add_argument("--sparsity", action="append", type=float,
                     help="only the spec's runs of this target sparsity (repeatable), with what they need")
+    sw.add_argument("--param", action="append", metavar="KEY=VALUE",
+                    help="only the spec's runs whose method parameter KEY is VALUE (KEY=a,b: either; repeatable), "
+                         "with what they need")
     sw.add_argument("--quiet", action="store_true", help="no progress output")
 
     ls = sub.add_parser("ls", help="list methods, suites and tasks with their parameters")
@@ -149,13 +152,15 @@ def cmd_run(a: argparse.Namespace) -> None:
 def cmd_sweep(a: argparse.Namespace) -> int:
     from bench.core.batch import degenerate, records_of, run_batch
     from bench.errors import BenchError
+    from bench.spec.params import split_assignments
     from bench.spec.sweep import load_spec, runs
     from bench.store.references import write_references
 
     spec = load_spec(Path(a.spec))
     only = {k: getattr(a, k) for k in ("method", "suite", "task", "seed", "sparsity") if getattr(a, k)}
     out = Path(a.out)
-    todo = runs(spec, only, check_backbones=not a.dry_run, device=a.device, compile=a.compile)
+    todo = runs(spec, only, check_backbones=not a.dry_run, device=a.device, compile=a.compile,
+                params=split_assignments(a.param or []))
     outcomes = run_batch(todo, out, executor=a.executor, workers=a.workers, cpus_per_job=a.cpus_per_job,
                          ray_address=a.ray_address, dry_run=a.dry_run, quiet=a.quiet, throughput=spec.throughput,
                          what=f"[sweep] {spec.path}")

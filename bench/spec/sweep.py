@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import tomllib
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ from typing import Any
 from bench.errors import BenchError
 from bench.metrics import check_sparsity
 from bench.registry import METHODS, SUITES, TASKS, did_you_mean
+from bench.spec.params import convert
 from bench.spec.run import DEFAULTS, FIELD_NAMES, FIELDS, RunSpec, as_list, grid
 from bench.store.references import Reference
 
@@ -210,19 +212,26 @@ def _throughput(path: Path, est: dict) -> Throughput:
 
 
 def runs(spec: SweepSpec, only: dict[str, list] | None = None, check_backbones: bool = True,
-         device: str | None = None, compile: bool = False) -> list[RunSpec]:
+         device: str | None = None, compile: bool = False, params: dict[str, str] | None = None) -> list[RunSpec]:
     """Every run (method, suite, task, ...) of the spec, validated; ``only`` keeps the runs whose
-    method / suite / task / seed / target sparsity is listed (a tox slice, a study seed by seed or
-    one sparsity at a time; what they need is planned with them); ``device`` overrides the spec's (the smoke
-    spec on a GPU) and ``compile`` turns torch.compile on for every run. Backbone availability is
-    checked unless a dry run plans for another machine."""
-    only = only or {}
+    method / suite / task / seed / target sparsity is listed and ``params`` those whose method
+    parameter has one of the given values ("a,b"): a tox slice, a study seed by seed, one
+    sparsity or one variant at a time (hard movement without soft), what they need planned with
+    them. ``device`` overrides the spec's (the smoke spec on a GPU) and ``compile`` turns
+    torch.compile on for every run. Backbone availability is checked unless a dry run plans for
+    another machine."""
+    only, params = only or {}, params or {}
     out: list[RunSpec] = []
+    known: set[str] = set()
     for g in spec.groups:
         g = {**g, "device": device} if device else g
         g = {**g, "compile": True} if compile else g
         found = grid(check_backbone=check_backbones, **{k: v for k, v in g.items() if v is not None and v != ""})
-        out += [r for r in found if all(getattr(r, k) in v for k, v in only.items())]
+        known |= {f.name for r in found if r.params is not None for f in dataclasses.fields(r.params)}
+        out += [r for r in found if all(getattr(r, k) in v for k, v in only.items()) and _has(r, params)]
+    for k in params:
+        if k not in known:
+            raise BenchError(f"--param {k}: no method of {spec.path} has this parameter{did_you_mean(k, sorted(known))}")
     for k, values in only.items():
         if k == "sparsity":
             for v in values:
@@ -234,7 +243,19 @@ def runs(spec: SweepSpec, only: dict[str, list] | None = None, check_backbones: 
             if v not in names:
                 raise BenchError(f"--{k} {v}: unknown {k}{did_you_mean(v, names)}")
     if not out:
-        raise BenchError(f"sweep spec {spec.path}: no run matches {only}")
+        raise BenchError(f"sweep spec {spec.path}: no run matches {only | params}")
     return out
+
+
+def _has(run: RunSpec, params: dict[str, str]) -> bool:
+    """Whether the run's method parameters take one of the listed values, each read as that
+    parameter's type ("false" is False for a flag, "0.05" 0.05 for a rate)."""
+    if not params:
+        return True
+    if run.params is None:
+        return False
+    hints = typing.get_type_hints(type(run.params))
+    return all(k in hints and getattr(run.params, k) in [convert(v.strip(), hints[k], k) for v in values.split(",")]
+               for k, values in params.items())
 
 

@@ -407,3 +407,30 @@ def test_a_sparsity_slice_keeps_its_runs_and_what_they_need(tmp_path, tiny_bert)
         runs(load_spec(_spec(tmp_path, text)), {"sparsity": [1.5]})
     with pytest.raises(BenchError, match="no run matches"):
         runs(load_spec(_spec(tmp_path, text)), {"sparsity": [0.6]})
+
+
+def test_a_parameter_slice_keeps_its_runs_and_what_they_need(tmp_path, tiny_bert, capsys):
+    """`bench sweep --param soft=false`: hard movement without soft movement, with the dense
+    model of movement's recipe its records are measured against; a value is read as the
+    parameter's type, and a key no method of the spec has is one line."""
+    text = f"""
+        [defaults]
+        backbone = "{tiny_bert}"
+        suite = "ood"
+        [[group]]
+        method = "finetune"
+        [[group]]
+        method = "movement"
+        sparsity = [0.5, 0.9]
+        params = {{ soft = [false, true] }}
+    """
+    spec = load_spec(_spec(tmp_path, text))
+    evaluated = {(j.spec.method, j.spec.sparsity, getattr(j.spec.params, "soft", None))
+                 for j in plan(runs(spec, params={"soft": "false"})).values() if j.kind == "evaluate"}
+    assert ("movement", 0.5, False) in evaluated and ("movement", 0.9, False) in evaluated
+    assert not any(soft for _, _, soft in evaluated)
+    both = plan(runs(spec, params={"soft": "0,1"}))
+    assert sum(j.kind == "build" and j.spec.method == "movement" for j in both.values()) == 4
+    code = main(["sweep", str(spec.path), "--param", "sof=false", "--dry-run"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "did you mean 'soft'" in err and len(err.splitlines()) == 1, err
