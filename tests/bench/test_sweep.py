@@ -387,19 +387,25 @@ def test_a_negative_seed_or_a_cap_below_two_examples_a_label_is_one_line(tmp_pat
     assert code == 2 and message in err and len(err.splitlines()) == 1, err
 
 
-def test_a_sparsity_slice_keeps_its_runs_and_what_they_need(tmp_path, tiny_bert):
-    """`bench sweep --sparsity 0.7`: the 70 % runs of a grid, with the dense model they start
-    from; a sparsity outside [0, 1) is one line."""
-    text = f"""
+def _beside_finetune(tiny_bert, group: str) -> str:
+    """A spec of the dense CE model and one sparse group on the tiny BERT, judged by the OOD suite."""
+    return textwrap.dedent(f"""
         [defaults]
         backbone = "{tiny_bert}"
         suite = "ood"
         [[group]]
         method = "finetune"
         [[group]]
+    """) + textwrap.dedent(group)
+
+
+def test_a_sparsity_slice_keeps_its_runs_and_what_they_need(tmp_path, tiny_bert):
+    """`bench sweep --sparsity 0.7`: the 70 % runs of a grid, with the dense model they start
+    from; a sparsity outside [0, 1) is one line."""
+    text = _beside_finetune(tiny_bert, """
         method = "imp"
         sparsity = [0.5, 0.7, 0.9]
-    """
+    """)
     jobs = _plan(tmp_path, text, sparsity=[0.7])
     assert {(j.spec.method, j.spec.sparsity) for j in jobs.values() if j.kind == "evaluate"} == {
         ("imp", 0.7), ("finetune", None)}  # finetune: imp's F_bias reference
@@ -413,17 +419,11 @@ def test_a_parameter_slice_keeps_its_runs_and_what_they_need(tmp_path, tiny_bert
     """`bench sweep --param soft=false`: hard movement without soft movement, with the dense
     model of movement's recipe its records are measured against; a value is read as the
     parameter's type, and a key no method of the spec has is one line."""
-    text = f"""
-        [defaults]
-        backbone = "{tiny_bert}"
-        suite = "ood"
-        [[group]]
-        method = "finetune"
-        [[group]]
+    text = _beside_finetune(tiny_bert, """
         method = "movement"
         sparsity = [0.5, 0.9]
-        params = {{ soft = [false, true] }}
-    """
+        params = { soft = [false, true] }
+    """)
     spec = load_spec(_spec(tmp_path, text))
     evaluated = {(j.spec.method, j.spec.sparsity, getattr(j.spec.params, "soft", None))
                  for j in plan(runs(spec, params={"soft": "false"})).values() if j.kind == "evaluate"}
