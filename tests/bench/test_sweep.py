@@ -434,3 +434,6 @@ def test_a_parameter_slice_keeps_its_runs_and_what_they_need(tmp_path, tiny_bert
     code = main(["sweep", str(spec.path), "--param", "sof=false", "--dry-run"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "did you mean 'soft'" in err and len(err.splitlines()) == 1, err
+    code = main(["sweep", str(spec.path), "--param", "soft=maybe", "--dry-run"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "--param soft=maybe: parameter 'soft' expects bool" in err and len(err.splitlines()) == 1, err
