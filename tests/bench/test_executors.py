@@ -131,6 +131,12 @@ def test_a_ray_cluster_started_as_a_user_would(local_records, tmp_path):
         port = s.getsockname()[1]
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
     env.pop("RAY_AUTH_MODE", None)
+    if int(__import__("ray").__version__.split(".")[1]) >= 59:
+        # `ray start` asks for a token only where one exists (~/.ray/auth_token; any local
+        # `ray.init()` writes it): make sure it does, so the test does not depend on what ran before
+        made = subprocess.run([ray_cli, "get-auth-token", "--generate"], env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert made.returncode == 0, made.stderr[-2000:]
     start = subprocess.run([ray_cli, "start", "--head", f"--port={port}", "--node-ip-address=127.0.0.1", "--num-cpus=2",
                             "--include-dashboard=false", "--disable-usage-stats"], env=env, capture_output=True, text=True,
                            timeout=300)
