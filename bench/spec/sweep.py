@@ -255,10 +255,15 @@ def _has(run: RunSpec, params: dict[str, str]) -> bool:
     if run.params is None:
         return False
     hints = typing.get_type_hints(type(run.params))
-    try:
-        return all(k in hints and getattr(run.params, k) in [convert(v.strip(), hints[k], k) for v in values.split(",")]
-                   for k, values in params.items())
-    except BenchError as e:  # a value the parameter's type cannot read: say which option gave it
-        raise BenchError(f"--param {', '.join(f'{k}={v}' for k, v in params.items())}: {e}") from None
+    for k, values in params.items():
+        if k not in hints:
+            return False
+        try:
+            wanted = [convert(v.strip(), hints[k], k) for v in values.split(",")]
+        except BenchError as e:  # a value the parameter's type cannot read: say which option gave it
+            raise BenchError(f"--param {k}={values}: {e}") from None
+        if getattr(run.params, k) not in wanted:
+            return False
+    return True
 
 
