@@ -21,6 +21,20 @@ from bench.spec.sweep import load_spec, runs
 from tests.conftest import sweep_exit
 
 
+def _ray_token(tmp_path: Path) -> dict[str, str]:
+    """The environment of a Ray run whose token lives in ``tmp_path``: Ray 2.59 and later write
+    one to ~/.ray/auth_token on a local ``ray.init()`` unless a token is found, and a token
+    there turns on token auth for every later ``ray start`` on the user's machine."""
+    import secrets
+
+    token = tmp_path / "ray_auth_token"
+    token.write_text(secrets.token_hex(32))
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_TOKEN_PATH": str(token)}
+    env.pop("RAY_AUTH_MODE", None)
+    env.pop("RAY_AUTH_TOKEN", None)
+    return env
+
+
 def _spec(tmp_path, tiny_bert) -> Path:
     path = tmp_path / "spec.toml"
     path.write_text(textwrap.dedent(f"""
@@ -129,14 +143,7 @@ def test_a_ray_cluster_started_as_a_user_would(local_records, tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-    env.pop("RAY_AUTH_MODE", None)
-    if int(__import__("ray").__version__.split(".")[1]) >= 59:
-        # `ray start` asks for a token only where one exists (~/.ray/auth_token; any local
-        # `ray.init()` writes it): make sure it does, so the test does not depend on what ran before
-        made = subprocess.run([ray_cli, "get-auth-token", "--generate"], env=env, capture_output=True, text=True,
-                              timeout=120)
-        assert made.returncode == 0, made.stderr[-2000:]
+    env = _ray_token(tmp_path)  # `ray start` asks for a token where one is found: here, always
     start = subprocess.run([ray_cli, "start", "--head", f"--port={port}", "--node-ip-address=127.0.0.1", "--num-cpus=2",
                             "--include-dashboard=false", "--disable-usage-stats"], env=env, capture_output=True, text=True,
                            timeout=300)
@@ -267,7 +274,8 @@ def test_a_worker_killed_mid_sweep_fails_its_own_job_only(executor, tmp_path, ti
     (dist / "entry_points.txt").write_text("[bench.methods]\ndoomed = bench_doomed\n")
     spec = _tiny_sweep(tmp_path, tiny_bert, "doomed", [0, 1, 2])
     out = tmp_path / "out"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plug), os.environ.get("PYTHONPATH", "")])}
+    env = {**(_ray_token(tmp_path) if executor == "ray" else os.environ),
+           "PYTHONPATH": os.pathsep.join([str(plug), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run([sys.executable, "-m", "bench", "sweep", str(spec), "--out", str(out), "--executor", executor,
                            "--workers", "2", "--cpus-per-job", "1"], capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 2, proc.stderr[-3000:]
