@@ -193,6 +193,12 @@ class Suite(ABC):
         check each row's gold label against the data; {} when the suite cannot say."""
         return {}
 
+    def ood_sets(self, task: TaskData, params: Any) -> list[EvalSet]:
+        """The out-of-distribution sets it judges, the task's and any a user gave: their data
+        sources go into the record's provenance, and the clusters their examples declare beside
+        the record (``bench.store.clusters``); [] for a suite that judges none."""
+        return []
+
     def examples(self, sizes: dict[str, int], params: Any) -> float:
         """Model forward passes (in examples) one evaluation makes, given the task's split
         sizes (``test``, ``ood/<set>``): for sweep estimates only."""

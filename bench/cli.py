@@ -97,7 +97,8 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("source", help="a run record (records/*.json) or a cached candidate's directory (artifacts/*)")
     ex.add_argument("--to", required=True, help="the new checkpoint directory")
 
-    mg = sub.add_parser("migrate", help="rewrite records of an older schema as the current one (docs/records.md)")
+    mg = sub.add_parser("migrate", help="rewrite records of an older schema as the current one, and write the clusters "
+                        "their sets declare (docs/records.md)")
     mg.add_argument("out", nargs="+", help="output directories whose records/ to rewrite (for example results/*)")
 
     sub.add_parser("conformance", help="check every published hyper-parameter against its paper; write docs/recipes.md")
@@ -236,12 +237,16 @@ def cmd_rescore(a: argparse.Namespace) -> int:
 
 def cmd_migrate(a: argparse.Namespace) -> None:
     from bench import __version__
-    from bench.core.upgrade import migrate
+    from bench.core.upgrade import add_clusters, migrate
     from bench.store.records import study_folders
 
     for out in {f.resolve(): f for o in a.out for f in study_folders(Path(o))}.values():
         rewritten, current = migrate(out, __version__)
-        print(f"{out}: {rewritten} records rewritten, {current} already current")
+        written, problems = add_clusters(out)
+        print(f"{out}: {rewritten} records rewritten, {current} already current"
+              + (f"; clusters written: {', '.join(p.name for p in written)}" if written else ""))
+        for line in problems:
+            print(f"bench: warning: clusters not checked for {line}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -93,6 +94,54 @@ def one_class(y: Sequence[int], answer: Sequence[int]) -> str | None:
     if share > DEGENERATE_SHARE and np.unique(y, return_counts=True)[1].max() / len(y) <= DEGENERATE_SHARE:
         return f"answers class {int(top[top_n.argmax()])} on {share:.1%} of {len(y)} examples"
     return None
+
+
+@dataclass(frozen=True)
+class Collapse:
+    """A partial collapse: the class answered too often or too rarely, and its share of the answers."""
+
+    cls: int
+    share: float
+
+    @property
+    def short(self) -> str:
+        return f"class {self.cls}: {100 * self.share:.1f} %"
+
+    def __str__(self) -> str:
+        return f"partial collapse ({self.short})"
+
+
+@dataclass(frozen=True)
+class CollapseRule:
+    """When a model's answers on a set have partly collapsed: it answers some gold class on
+    under ``rare`` of the examples though that class is at least ``present`` of the set's gold
+    labels (it has stopped answering a class the set needs), or it answers one class on more
+    than ``one_class`` of a balanced set (no gold class above 1.5 / k of it, for k classes). A
+    model answering 2 of 4 AG News classes, or no "neutral" on MNLI, can score well above chance
+    on the others: its number on that set is not the task's skill. The defaults are the claims
+    files' (``[defaults]`` may change them, docs/claims.md); the leaderboard uses them as they are."""
+
+    one_class: float = 0.85
+    rare: float = 0.02
+    present: float = 0.10
+
+    def __call__(self, gold: dict[int, int], answers: dict[int, int]) -> Collapse | None:
+        """How answers (class -> count) partly collapsed on a set of gold labels (class -> count),
+        or None."""
+        n = sum(gold.values())
+        if not n:
+            return None
+        for c, k in sorted(gold.items()):
+            if k / n >= self.present and answers.get(c, 0) / n < self.rare:
+                return Collapse(c, answers.get(c, 0) / n)
+        top = max(sorted(answers), key=lambda c: answers[c], default=None)
+        balanced = len(gold) > 1 and max(gold.values()) / n <= 1.5 / len(gold)
+        if top is not None and balanced and answers[top] / n > self.one_class:
+            return Collapse(top, answers[top] / n)
+        return None
+
+
+COLLAPSE = CollapseRule()  # the defaults, as the leaderboard uses them
 
 
 def one_class_sets(rows: Sequence[dict]) -> dict[str, str]:

@@ -9,15 +9,18 @@ OOD cells, attacks, efficiency), the checkpoint each seed kept, then the paired 
 the reference.
 
 Numbers over seeds are labelled by ``leaderboard.stats``: mean ± sample std, with a t-interval
-from 3 seeds (intersected with [0, 100] for a percentage; BCa bootstrap from
-10). Each candidate is compared with the reference (the full standard-CE model of the same seed,
-linked from the records; for suites that record no reference, such as an attack study, the
-dense ``finetune (ce)`` row with the fewest settings) over the seeds both have, paired by seed,
-with the examples' sampling variance in the standard error (``stats.crossed``), Holm-corrected
-across the tests with at least 3 paired seeds; the rank orders candidates by the primary column
-and marks (▲ / ▼) a significant difference. A row any of whose seeds did not learn its task
-(``degenerate``) is flagged and never ranked; a cell whose seed answers one class on more than
-95 % of the column's balanced set is flagged, and never ranked when it is the ranking column.
+from 3 seeds (intersected with [0, 100] for a percentage, with [0, inf) for a non-negative
+quantity: a latency, a size, a speed-up; BCa bootstrap from 10). Each candidate is compared with
+the reference (the full standard-CE model of the same seed, linked from the records; for suites
+that record no reference, such as an attack study, the dense ``finetune (ce)`` row with the
+fewest settings) over the seeds both have, paired by seed, with the examples' sampling variance
+in the standard error (``stats.crossed``), Holm-corrected across the tests with at least 3
+paired seeds, and marks (▲ / ▼) a significant difference. Rows are ranked in groups on the
+primary column: rows that no paired test separates share their ranks (``ranks``). A row any of
+whose seeds did not learn its task (``degenerate``) is flagged and never ranked; a cell whose
+seed has partly collapsed on the column's set (``bench.metrics.CollapseRule``) is flagged, and
+never ranked when it is the ranking column.
+
 Published numbers that a sweep spec carries are extra rows, labelled "published:", never
 averaged.
 """
@@ -68,19 +71,32 @@ def _mean(c: Candidate, col: Column) -> float:
 
 
 def ranks(sec: Section) -> dict[int, str]:
-    """Rank by the primary column's mean (direction as declared), with ▲ / ▼ where the paired
-    test against the reference on that column is significant; the reference is 'ref'. Degenerate
-    rows, and rows that answer one class on the primary column's set in some seed, are never
-    ranked: their number there is chance, not skill."""
+    """Rank groups on the primary column (direction as declared): each ranked row's rank runs
+    from 1 + the rows the paired test finds significantly better than it to n - the rows it
+    finds significantly worse (``pairing.pairwise``: the reference tests' paired test, Holm-
+    corrected over every pair of the table's ranked rows), shown as "1" or "2-4": rows nothing
+    separates share their ranks, never ordered by a mean the data cannot tell apart. ▲ / ▼ mark
+    a significant difference from the reference on that column; the reference is 'ref'.
+    Degenerate rows, and rows that have partly collapsed on the primary column's set in some
+    seed, are never ranked: their number there is not the task's skill."""
     col = sec.primary
     if col is None:
         return {}
     sign = -1.0 if col.higher_is_better is False else 1.0
-    ranked = sorted((c for c in sec.candidates if not c.degenerate and not c.one_class(col.key, col.rows)
-                     and not math.isnan(_mean(c, col))), key=lambda c: -sign * _mean(c, col))
+    ranked = sec.ranked
+    better: dict[int, int] = {id(c): 0 for c in ranked}  # how many rows are significantly better
+    worse: dict[int, int] = {id(c): 0 for c in ranked}
+    for t in sec.pairwise:
+        if t.significant:
+            top, bottom = (t.candidate, t.reference) if t.delta * sign > 0 else (t.reference, t.candidate)
+            better[id(bottom)] += 1
+            worse[id(top)] += 1
     marks = {id(t.candidate): ("▲" if t.delta * sign > 0 else "▼") for t in sec.tests
              if t.column.key == col.key and t.significant}
-    out = {id(c): f"{i}{' ' + marks[id(c)] if id(c) in marks else ''}" for i, c in enumerate(ranked, 1)}
+    out = {}
+    for c in ranked:
+        lo, hi = 1 + better[id(c)], len(ranked) - worse[id(c)]
+        out[id(c)] = (f"{lo}" if lo == hi else f"{lo}-{hi}") + (f" {marks[id(c)]}" if id(c) in marks else "")
     if sec.reference is not None:
         out[id(sec.reference)] = out.get(id(sec.reference), "—") + " (ref)"
     for mate in _twins(sec):
@@ -89,11 +105,22 @@ def ranks(sec: Section) -> dict[int, str]:
 
 
 def cell(sec: Section, cand: Candidate, col: Column) -> str:
-    """A candidate's value of one column over its seeds, flagged where a seed answers one class
-    on the column's set."""
+    """A candidate's value of one column over its seeds, flagged where a seed has partly
+    collapsed on the column's set, and (F_bias) where a seed's ID accuracy is at chance."""
     text = fmt(cand.values(col.key), *SCALE[col.kind], bounds=BOUNDS.get(col.kind))
-    flagged = cand.one_class(col.key, col.rows)
-    return text + (f" ⚠ one class (seed {', '.join(map(str, flagged))})" if flagged else "")
+    flagged = cand.collapsed(col.key, col.rows)
+    if flagged:
+        text += " ⚠ partial collapse (" + "; ".join(f"s{s} {how.short}" for s, how in flagged.items()) + ")"
+    if (chance := at_chance(cand, col)) and text != "–":
+        text += f" ⚠ ID at chance (seed {', '.join(map(str, chance))}): no F_bias"
+    return text
+
+
+def at_chance(cand: Candidate, col: Column) -> list[int]:
+    """The seeds whose F_bias means nothing: their ID accuracy is at chance (within a point of
+    the majority class: the record's ``degenerate``), so D = (F_dev - F_ood) / F_dev is about 0
+    and F_bias about 0 reads as 'unbiased'. Such a row is never ranked."""
+    return cand.degenerate if col.key.startswith("f_bias/") else []
 
 
 def _twins(sec: Section) -> list[Candidate]:
@@ -229,12 +256,22 @@ def _code(rs: list[Record]) -> str:
 
 def _legend(sec: Section) -> str:
     ref = _against(sec) if sec.reference else sec.no_reference or "none in this table"
-    primary = f"Ranked by {sec.primary.label} (mean over seeds)" if sec.primary else "Not ranked (no primary column)"
-    return (f"{primary}; ▲ / ▼: significantly above / below the reference ({ref}) on it, from at least 3 paired "
-            "seeds: the per-seed differences paired by seed, their standard error widened by the examples' sampling "
-            "variance, Student t with seeds - 1 degrees of freedom, Holm-corrected across this table's tests with "
-            "at least 3 paired seeds, p < 0.05. ⚠ one class: that seed answers one class on more than 95 % of the "
-            "column's balanced set (chance, whatever the accuracy); a row flagged on its ranking column is not ranked.")
+    if sec.primary is None:
+        return "Not ranked (no primary column)."
+    return (f"Rank: by {sec.primary.label}, in groups. Two rows share ranks unless the paired test separates them: "
+            "the per-seed differences paired by seed, their standard error adding the examples' sampling variance "
+            "(cluster-robust where the set declares clusters), Student t with the Welch-Satterthwaite degrees of "
+            "freedom, from at least 3 paired seeds, Holm-corrected over every pair of this table's ranked rows, "
+            "p < 0.05. A row's rank runs from 1 + the rows significantly above it to n - the rows significantly "
+            "below it: \"1\" is alone at the top, \"2-4\" is tied with the rows whose ranks overlap. ▲ / ▼: "
+            f"significantly above / below the reference ({ref}) on it, by the same test, Holm-corrected across this "
+            "table's tests against the reference. ⚠ partial collapse (s2 class 1: 0.0 %): seed 2's model gives class 1 "
+            "as 0.0 % of its answers on the column's set, one of: some class on more than 85 % of a balanced set, or "
+            "a gold class that is at least 10 % of the set on under 2 % (its number there is not the task's "
+            "skill); a row flagged on its ranking column, or "
+            "degenerate, is not ranked. F_bias: below 1 less biased than the full standard-CE model of the same "
+            "seed; below 0 the model scores higher out of distribution than in it (its bias degree is negative); "
+            "⚠ ID at chance: that seed did not learn the task, and its F_bias means nothing.")
 
 
 def build(records: list[Record], markdown: Path | None = None, references: list[Reference] = ()) -> str:
@@ -249,9 +286,11 @@ def build(records: list[Record], markdown: Path | None = None, references: list[
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Do not edit by hand.",
         "",
         "One table per task and backbone, a row per candidate. Percentages (F_bias, speed-ups: ratios; F_bias "
-        "below 1 is less biased than the full standard-CE model of the same backbone, task and seed). Several "
+        "below 1 is less biased than the full standard-CE model of the same backbone, task and seed, below 0 "
+        "better out of distribution than in it). Several "
         "seeds: mean ± sample std; from 3 seeds, [the 95 % t-interval of the mean, intersected with the "
-        "metric's range for percentages] (from 10, the 95 % BCa bootstrap interval); fewer than 3 seeds have no interval; where a "
+        "metric's range: [0, 100] for a percentage, [0, inf) for a time, a size, a count or a speed-up] (from 10, "
+        "the 95 % BCa bootstrap interval); fewer than 3 seeds have no interval; where a "
         "percentage's seeds spread by more than 10 points (sd), each seed's value follows. Sparsity counts the encoder's Q, K, V, "
         "attention-output and FFN matrices (docs/design.md section 3); non-zero parameters count every parameter "
         "less those zeros.",

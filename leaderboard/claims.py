@@ -1,35 +1,23 @@
 """A study's claims table, generated from its records: ``bench claims results/<study>``.
 
 Each study folder may hold ``claims.toml``: the published claims it tests, each naming the
-paper's number, the metric, the candidate and the reference it compares (by leaderboard label
-and sparsity), the direction the paper reports, the metric's chance level and the smallest
-effect of interest; and the families the claims were registered in. This module measures each
-claim on the study's records and writes the table between ``<!-- claims:start -->`` and
+paper's number and effect, the metric, the candidate and the reference it compares (by
+leaderboard label and sparsity), the direction the paper reports, the metric's chance level and
+the smallest effect of interest; the families the claims were registered in; and beside it
+``plan.json``, each claim's registered design and its minimum detectable effect
+(``bench plan --register``, ``leaderboard.plan``). This module measures each claim on the
+study's records and writes the table between ``<!-- claims:start -->`` and
 ``<!-- claims:end -->`` in the study's ``findings.md``; a test fails when the committed page
 differs from what the records give, so no verdict is typed by hand.
 
 A claim about a method is decided over training runs: the per-seed differences of the metric
-(candidate minus reference, paired by seed), with the examples' sampling variance in their
-standard error (``leaderboard.stats.crossed``). The interval is taken at 1 - 0.05 / m for a
-claim of a family of m registered claims (Bonferroni): each verdict then rests on its own records
-and on the family's size, fixed when the family was registered, so adding a claim later (in a new
-family, or as exploratory, uncorrected) changes no other verdict. The verdict reads that
-interval, by the rule of ``docs/claims.md`` (``verdict`` below, first row that applies):
-
-1. ``not tested: ...``: a side has no records, the metric is missing, or no predictions pair.
-2. ``inconclusive (k seeds)``: fewer than 3 paired seeds.
-3. ``not testable at this scale``: a side did not learn its task, answers one class on more than
-   95 % of the claim's balanced set in a paired seed, or its mean is within the claim's margin of
-   chance.
-4. ``reproduced``: the interval lies beyond zero in the paper's direction and the mean difference
-   is at least the smallest effect of interest (``comparable`` claims: the interval lies within
-   plus or minus that effect).
-5. ``too small to matter``: beyond zero in the paper's direction, the mean below that effect.
-6. ``opposite``: the interval lies beyond zero against the paper (``comparable``: wholly
-   outside plus or minus the smallest effect).
-7. ``varies by seed``: the interval includes zero and the seeds' differences disagree in sign.
-8. ``not reached``: the interval includes zero and the seeds agree (or the claim is
-   ``comparable`` and the interval straddles the smallest effect).
+(candidate minus reference, paired by seed), with the examples' sampling variance (cluster-
+robust where the set declares clusters) in their standard error and the Welch-Satterthwaite
+degrees of freedom of the two (``leaderboard.stats.crossed``). The interval is taken at
+1 - 0.05 / m for a claim of a family of m registered claims (Bonferroni): each verdict then rests
+on its own records and on the family's size, fixed when the family was registered, so adding a
+claim later (in a new family, or as exploratory, uncorrected) changes no other verdict. The
+verdict reads that interval by the rule of ``docs/claims.md`` (``RULE``, first row that applies).
 
 Every verdict says how many seeds went the paper's way; one from 3 or 4 seeds is marked
 preliminary.
@@ -48,14 +36,37 @@ import numpy as np
 from bench.errors import BenchError
 from bench.store.atomic import write_atomic
 from bench.store.records import Record
-from leaderboard.claims_file import Claim, load_claims
+from leaderboard.claims_file import PLAN, Claim, Registered, load_claims, needed, read_plan
 from leaderboard.evidence import checked_records
 from leaderboard.pairing import Pairing, metric_value, paired
 from leaderboard.sections import SHARE, Candidate, sections
-from leaderboard.stats import ALPHA, MIN_SEEDS_FOR_INTERVAL, Crossed, crossed, fmt
+from leaderboard.stats import MIN_SEEDS_FOR_INTERVAL, Crossed, bootstrap, crossed, fmt
 
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
 SEEDS_FOR_A_FINDING = 5  # fewer (from 3) give a preliminary verdict
+
+# The rule: (row, verdict, when). The first row that applies gives the verdict; docs/claims.md
+# prints this table and a test checks each row.
+RULE = (
+    (1, "not tested", "a side has no records, the metric is missing, or no per-example predictions pair"),
+    (2, "inconclusive", "fewer than 3 paired seeds"),
+    (3, "not testable at this scale", "a side is at chance, did not learn its task, or has collapsed or partly "
+     "collapsed on the claim's set, on a paired seed"),
+    (4, "reproduced", "the interval lies beyond zero the paper's way and the mean is at least the smallest effect; "
+     "`comparable`: the interval lies within ± the margin (the smallest effect)"),
+    (5, "too small to matter", "the interval lies beyond zero the paper's way, the mean below the smallest effect "
+     "(not for `comparable`)"),
+    (6, "opposite", "the interval lies beyond zero against the paper; `comparable`: wholly outside ± the margin"),
+    (7, "against the paper, not significant", "the interval includes zero and the mean is against the paper "
+     "(not for `comparable`)"),
+    (8, "underpowered", "the interval includes zero (`comparable`: straddles a bound of ± the margin) and the "
+     "registered design's minimum detectable effect is above what it must detect (the paper's effect; "
+     "`comparable`: the margin)"),
+    (9, "varies by seed", "the interval includes zero and the per-seed differences disagree in sign "
+     "(not for `comparable`)"),
+    (10, "not reached", "the interval includes zero and the per-seed differences agree (or are all zero); "
+     "`comparable`: the interval straddles a bound of ± the margin"),
+)
 
 
 @dataclass
@@ -69,6 +80,7 @@ class Result:
     test: Crossed | None = None
     problem: str = ""  # why it was not tested
     untestable: str = ""  # why it cannot be tested at this scale
+    plan: Registered | None = None  # its registered design (plan.json), None where none
 
     @property
     def paper_way(self) -> int:
@@ -79,30 +91,50 @@ class Result:
         return sum(d * _sign(c) > 0 for d in self.seed_deltas)
 
     @property
-    def verdict(self) -> str:
-        """The first row of the rule (module docstring) that applies."""
+    def underpowered(self) -> bool:
+        """The registered design cannot detect what the claim must (row 8's second half)."""
+        return self.plan is not None and self.plan.mde is not None and self.plan.mde > self.claim.target
+
+    @property
+    def row(self) -> int:
+        """The first row of ``RULE`` that applies."""
         if self.problem:
-            return f"not tested: {self.problem}"
-        k = len(self.seeds)
-        if k < MIN_SEEDS_FOR_INTERVAL or self.test is None:
-            return f"inconclusive ({k} seed{'s' * (k != 1)})"
+            return 1
+        if len(self.seeds) < MIN_SEEDS_FOR_INTERVAL or self.test is None:
+            return 2
         if self.untestable:
-            return "not testable at this scale"
+            return 3
         c, t = self.claim, self.test
         if c.direction == "comparable":
             if -c.smallest_effect <= t.low and t.high <= c.smallest_effect:
-                return "reproduced"
+                return 4
             if t.low > c.smallest_effect or t.high < -c.smallest_effect:
-                return "opposite"
-            return "not reached"
+                return 6
+            return 8 if self.underpowered else 10
         low, high = sorted((t.low * _sign(c), t.high * _sign(c)))
         if low > 0:
-            return "reproduced" if t.mean * _sign(c) >= c.smallest_effect else "too small to matter"
+            return 4 if t.mean * _sign(c) >= c.smallest_effect else 5
         if high < 0:
-            return "opposite"
+            return 6
+        if t.mean * _sign(c) < 0:
+            return 7
+        if self.underpowered:
+            return 8
         if any(d > 0 for d in self.seed_deltas) and any(d < 0 for d in self.seed_deltas):
-            return "varies by seed"
-        return "not reached"
+            return 9
+        return 10
+
+    @property
+    def verdict(self) -> str:
+        row = self.row
+        if row == 1:
+            return f"not tested: {self.problem}"
+        if row == 2:
+            k = len(self.seeds)
+            return f"inconclusive ({k} seed{'s' * (k != 1)})"
+        if row == 8:
+            return f"underpowered (MDE {100 * self.plan.mde:.1f} pts)"
+        return RULE[row - 1][1]
 
 
 def _sign(c: Claim) -> float:
@@ -125,13 +157,18 @@ def _section(claim: Claim, secs: list) -> tuple:
     return both[0] if both else max(found, key=lambda f: (f[1] is not None) + (f[2] is not None), default=(None, None, None))
 
 
-def measure(claims: list[Claim], records: list[Record]) -> list[Result]:
+def measure(claims: list[Claim], records: list[Record], plan: dict[str, Registered] | None = None) -> list[Result]:
     secs = sections(records)
-    return [_measure(claim, *_section(claim, secs)) for claim in claims]
+    return [measure_one(claim, secs, (plan or {}).get(claim.id)) for claim in claims]
 
 
-def _measure(claim: Claim, sec, cand: Candidate | None, ref: Candidate | None) -> Result:
-    res = Result(claim, cand, ref)
+def measure_one(claim: Claim, secs: list, plan: Registered | None = None) -> Result:
+    """One claim measured on the tables ``secs`` (``leaderboard.sections``)."""
+    return _measure(claim, *_section(claim, secs), plan)
+
+
+def _measure(claim: Claim, sec, cand: Candidate | None, ref: Candidate | None, plan: Registered | None = None) -> Result:
+    res = Result(claim, cand, ref, plan=plan)
     missing = [str(s) for s, c in ((claim.candidate, cand), (claim.reference, ref)) if c is None]
     if missing:
         res.problem = f"no {claim.task + ' ' if claim.task else ''}records of {' and '.join(missing)}"
@@ -154,22 +191,23 @@ def _measure(claim: Claim, sec, cand: Candidate | None, ref: Candidate | None) -
     res.seeds = res.pairing.seeds  # the test, and the seed counts, on the seeds with paired examples
     res.seed_deltas = [metric_value(cand, s, claim.metric) - claim.ratio * metric_value(ref, s, claim.metric)
                        for s in res.seeds]
-    res.test = crossed(res.seed_deltas, res.pairing.example_deltas, 1 - ALPHA / claim.m)
+    res.test = crossed(res.seed_deltas, res.pairing.example_deltas, claim.level, clusters=res.pairing.clusters)
     res.untestable = _untestable(claim, cand, ref, rows, res.seeds)
     return res
 
 
 def _untestable(claim: Claim, cand: Candidate, ref: Candidate, rows: tuple[str, ...], seeds: list[int]) -> str:
-    """Why a side cannot carry the claim at this scale: it did not learn its task, it answers one
-    class on the claim's balanced set, or it is at chance on the claim's metric."""
+    """Why a side cannot carry the claim at this scale: it did not learn its task, its answers
+    collapsed or partly collapsed on the claim's set (``bench.metrics.CollapseRule``, with the
+    claims file's thresholds), or it is at chance on the claim's metric."""
     why = []
     for side in (cand, ref):
         recs = [(s, r) for s in seeds if (r := side.record(s, claim.metric)) is not None]
         parts = []
         if bad := [s for s, r in recs if r.degenerate]:
             parts.append(f"did not learn its task (seed {', '.join(map(str, bad))})")
-        if bad := side.one_class(claim.metric, rows, seeds):
-            parts.append(f"one class on {'/'.join(rows)} (seed {', '.join(map(str, bad))})")
+        if bad := side.collapsed(claim.metric, rows, seeds, claim.collapse):
+            parts.append(f"on {'/'.join(rows)}: " + "; ".join(f"seed {s} {why}" for s, why in bad.items()))
         mean = float(np.mean([metric_value(side, s, claim.metric) for s in seeds]))
         if mean <= claim.chance + claim.margin:
             parts.append(f"at chance ({100 * mean:.1f} %)")
@@ -183,25 +221,42 @@ def _pts(x: float) -> str:
 
 
 def _level(claim: Claim) -> str:
-    return f"{100 * (1 - ALPHA / claim.m):.4g} %"
+    return f"{100 * claim.level:.4g} %"
 
 
 def _difference(r: Result) -> str:
     if r.problem or r.test is None or len(r.seeds) < MIN_SEEDS_FOR_INTERVAL:  # an interval needs 3 seeds
         return "–" if r.problem else f"{', '.join(_pts(d) for d in r.seed_deltas)} pts (per seed, no interval below 3 seeds)"
-    t = r.test
-    return (f"{_pts(t.mean)} [{_pts(t.low)}, {_pts(t.high)}] pts ({_level(r.claim)} interval, {len(r.seeds)} seeds, "
-            f"{len(r.pairing.example_deltas)} examples); per seed {' / '.join(_pts(d) for d in r.seed_deltas)}")
+    t, n = r.test, len(r.pairing.example_deltas)
+    units = f"{n:,} examples" + (f" in {t.clusters:,} clusters" if t.clusters < n else "")
+    return (f"{_pts(t.mean)} [{_pts(t.low)}, {_pts(t.high)}] pts ({_level(r.claim)} interval, t with {t.df:.1f} df; "
+            f"{len(r.seeds)} seeds, {units}); per seed {' / '.join(_pts(d) for d in r.seed_deltas)}")
+
+
+def _design(r: Result) -> str:
+    """What the registered design can detect (plan.json), against what it must."""
+    c, p = r.claim, r.plan
+    must = (f"margin {100 * c.target:.1f}" if c.direction == "comparable" else
+            f"paper {100 * c.target:.1f}" if c.effect is not None else f"smallest effect {100 * c.target:.1f}")
+    if p is None:
+        return f"no plan registered (must detect: {must})"
+    if p.mde is None:
+        return f"MDE unknown: {p.why} (must detect: {must})"
+    text = (f"MDE {100 * p.mde:.1f} pts at {p.seeds} seeds, {p.examples:,} examples"
+            + (f" in {p.clusters:,} clusters" if p.clusters < p.examples else "") + f" (must detect: {must})")
+    if p.mde > c.target:
+        text += f"; reaching it needs {needed(p)}"
+    return text + ("; post hoc" if p.post_hoc else "")
 
 
 def _verdict_cell(r: Result) -> str:
-    v = r.verdict
-    if v.startswith("not tested") or not r.seeds:
-        return f"**{v}**"
-    if v.startswith("inconclusive"):
-        return f"**{v}**; {r.paper_way}/{len(r.seeds)} seeds the paper's way"
+    v = f"**{r.verdict}** (row {r.row})"
+    if r.row == 1 or not r.seeds:
+        return v
+    if r.row == 2:
+        return f"{v}; {r.paper_way}/{len(r.seeds)} seeds the paper's way"
     k = len(r.seeds)
-    parts = [f"**{v}**", f"{r.paper_way}/{k} seeds the paper's way"]
+    parts = [v, f"{r.paper_way}/{k} seeds the paper's way"]
     if k < SEEDS_FOR_A_FINDING:
         parts.append(f"preliminary ({k} seeds)")
     if r.claim.family is None:
@@ -211,9 +266,26 @@ def _verdict_cell(r: Result) -> str:
     return "; ".join(parts)
 
 
+LEGEND = (
+    "Ours: mean ± sample sd over the seeds both sides have [95 % interval of the mean: Student t from 3 seeds, "
+    "intersected with [0, 100], BCa bootstrap from 10], in percent. Difference: the mean of the per-seed differences "
+    "(paired by seed) and its interval: Student t with the Welch-Satterthwaite degrees of freedom of its two variance "
+    "components, the spread between seeds (seeds - 1 df) and the examples' sampling (each example's difference "
+    "averaged over the seeds; cluster-robust where the set declares clusters, such as HANS's subcases: clusters - 1 "
+    "df), at 1 - 0.05/m for a claim of a family of m registered claims (Bonferroni; exploratory claims: 95 %, "
+    "uncorrected), clipped to ±100. Design: the minimum detectable effect (MDE) of the registered design at 80 % power "
+    "and the claim's level, from the pilot's variance components (plan.json, `bench plan`), against what the claim "
+    "must detect: the paper's effect on this metric, else the smallest effect of interest (`comparable`: the "
+    "margin); post hoc: planned when the claim's records already existed. Verdict: the first row of the rule in "
+    "docs/claims.md that applies (its number in brackets), read from that interval, the design, the claim's smallest "
+    "effect and chance level (claims.toml); a side at chance, collapsed or partly collapsed on the claim's set "
+    "(an answer on over 85 % of a balanced set, or a gold class answered under 2 %) or that did not learn its task "
+    "makes a claim not testable at this scale; fewer than 3 seeds have no interval (`leaderboard/claims.py`).")
+
+
 def render(results: list[Result]) -> str:
     head = ["| # | claim (paper) | published | ours: candidate | ours: reference | difference, candidate - reference "
-            "| family | verdict |", "|---|---|---|---|---|---|---|---|"]
+            "| design (80 % power) | family | verdict |", "|---|---|---|---|---|---|---|---|---|"]
     lines, sources = [], []
     for r in results:
         c = r.claim
@@ -223,24 +295,32 @@ def render(results: list[Result]) -> str:
         family = f"{c.family.name} ({c.m} claims)" if c.family else "exploratory"
         scaled = "" if c.ratio == 1 else f" (compared at {c.ratio:g} x)"
         lines.append(f"| {c.id} | {c.claim} ({c.paper}) | {c.published} | {c.candidate}: {ours[0]} | "
-                     f"{c.reference}{scaled}: {ours[1]} | {_difference(r)} | {family} | {_verdict_cell(r)} |")
+                     f"{c.reference}{scaled}: {ours[1]} | {_difference(r)} | {_design(r)} | {family} | {_verdict_cell(r)} |")
         ids = [rec.run_id for x in (r.cand, r.ref) if x for s in seeds if (rec := x.record(s, c.metric))]
         sources.append(f"- {c.id}: " + (", ".join(f"[`{rid[-12:]}`](records/{rid}.json)" for rid in ids) or "none"))
     families = sorted({c.family for c in (r.claim for r in results) if c.family}, key=lambda f: f.name)
-    legend = ("Ours: mean ± sample sd over the seeds both sides have [95 % interval of the mean: Student t from 3 "
-              "seeds, intersected with [0, 100], BCa bootstrap from 10], in percent. Difference: the mean of the per-seed "
-              "differences (paired by seed) and its interval: Student t with seeds - 1 degrees of freedom, its "
-              "standard error from the spread between seeds and from the examples' sampling (each example's "
-              "difference averaged over the seeds), at 1 - 0.05/m for a claim of a family of m registered claims "
-              "(Bonferroni; exploratory claims: 95 %, uncorrected), clipped to ±100. Verdict: the first row of the "
-              "rule in docs/claims.md that applies, read from that interval, the claim's smallest effect of "
-              "interest and chance level (claims.toml); a side at chance, answering one class on the claim's set "
-              "or that did not learn its task makes a claim not testable at this scale; fewer than 3 seeds have no "
-              "interval (`leaderboard/claims.py`).")
     registered = [f"- {f.name}: {', '.join(f.claims)}; registered {f.registered}" for f in families]
-    return "\n".join([*head, *lines, "", legend, "", "Families (fixed when registered; their size sets the "
+    return "\n".join([*head, *lines, "", LEGEND, "", "Families (fixed when registered; their size sets the "
                       "correction):", "", *(registered or ["- none: every claim is exploratory"]), "",
                       "Records behind each claim:", "", *sources])
+
+
+def bootstrap_check(results: list[Result], resamples: int = 4000) -> str:
+    """Each claim's interval beside the two-way bootstrap's (``stats.bootstrap``: seeds and
+    example clusters resampled together, percentile interval at the claim's level), and their
+    standard errors: ``bench claims STUDY --bootstrap``. The bootstrap's variance is (k - 1) / k
+    of the seeds' component and adds the seed x cluster interaction once more (docs/claims.md),
+    so the two differ by that much, no more."""
+    lines = ["| # | interval (t, Satterthwaite df) | bootstrap (percentile) | SE: t, bootstrap |", "|---|---|---|---|"]
+    for r in results:
+        if r.test is None or r.pairing is None or r.pairing.matrix is None:
+            lines.append(f"| {r.claim.id} | – | – | – |")
+            continue
+        t = r.test
+        b = bootstrap(r.pairing.matrix, r.pairing.clusters, r.claim.level, resamples)
+        lines.append(f"| {r.claim.id} | {_pts(t.mean)} [{_pts(t.low)}, {_pts(t.high)}] ({t.df:.1f} df) | "
+                     f"{_pts(b.mean)} [{_pts(b.low)}, {_pts(b.high)}] | {100 * t.se:.2f}, {100 * b.se:.2f} |")
+    return "\n".join(lines)
 
 
 def splice(page: str, text: str) -> str:
@@ -253,8 +333,13 @@ def splice(page: str, text: str) -> str:
     return (f"{title}\n\n" if title else "") + f"{block}\n\n{rest.lstrip()}"
 
 
+def study_results(study: Path) -> list[Result]:
+    """The study's claims measured on its records, with their registered designs."""
+    return measure(load_claims(study / "claims.toml"), checked_records(study / "records"), read_plan(study / PLAN))
+
+
 def study_table(study: Path) -> str:
-    return render(measure(load_claims(study / "claims.toml"), checked_records(study / "records")))
+    return render(study_results(study))
 
 
 def write_table(study: Path) -> Path:

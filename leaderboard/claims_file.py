@@ -1,8 +1,10 @@
 """The format of a study's ``claims.toml``: each published claim it tests, with the paper's
 number, the metric, the candidate and the reference (by leaderboard label and sparsity), the
-direction the paper reports, the metric's chance level and the smallest effect of interest;
-``[defaults]`` for what the claims share; and the families the claims were registered in
-(``leaderboard.claims`` measures them).
+direction the paper reports, the effect the design must detect, the metric's chance level and
+the smallest effect of interest, and the registered design (seeds; examples where not the
+pilot's); ``[defaults]`` for what the claims share (the partial-collapse thresholds among them);
+and the families the claims were registered in (``leaderboard.claims`` measures them,
+``leaderboard.plan`` says what their design can detect).
 
 Example (``results/quickstart/claims.toml``)::
 
@@ -10,6 +12,7 @@ Example (``results/quickstart/claims.toml``)::
     chance = 0.5                        # a balanced two-label set
     margin = 0.01                       # within 1 point of chance is at chance
     smallest_effect = 0.01              # 1 point
+    seeds = 5                           # the registered design: seeds per side
 
     [[family]]
     name = "clark2019"
@@ -37,12 +40,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench.errors import BenchError
+from bench.metrics import COLLAPSE, CollapseRule
+from leaderboard.stats import ALPHA
 
 if TYPE_CHECKING:
     from leaderboard.sections import Candidate
 
 DIRECTIONS = ("higher", "lower", "comparable")
 NUMBERS = ("chance", "margin", "smallest_effect")
+THRESHOLDS = {"collapse_one_class": "one_class", "collapse_rare": "rare", "collapse_present": "present"}
+DEFAULT_SEEDS = 5  # the registered design's seeds where a claims file names none
+KEYS = {"id", "paper", "claim", "published", "metric", "candidate", "reference", "direction", "task", "set", "gold",
+        "ratio", "effect", "seeds", "examples", *NUMBERS}
 
 @dataclass(frozen=True)
 class Select:
@@ -86,10 +95,28 @@ class Claim:
     gold: tuple[int, ...] = ()
     ratio: float = 1.0  # compare the candidate with ratio x reference ("keeps 95 % of its accuracy": 0.95)
     family: Family | None = None  # None: exploratory, uncorrected
+    # the effect the design must detect, as a fraction in the paper's direction: the paper's own
+    # difference on this metric where it reports one; None: it reports none here, and the
+    # smallest effect of interest stands in (``comparable``: that is the margin)
+    effect: float | None = None
+    seeds: int = DEFAULT_SEEDS  # the registered design: seeds per side
+    examples: int | None = None  # the registered design's paired examples; None: the pilot's
+    collapse: CollapseRule = COLLAPSE
 
     @property
     def m(self) -> int:
         return len(self.family.claims) if self.family else 1
+
+    @property
+    def level(self) -> float:
+        """The interval's level: 1 - 0.05 / m for a claim of a family of m (Bonferroni)."""
+        return 1 - ALPHA / self.m
+
+    @property
+    def target(self) -> float:
+        """What the design must detect: the paper's effect, or (``comparable``, or no published
+        effect on this metric) the smallest effect of interest."""
+        return self.smallest_effect if self.direction == "comparable" or self.effect is None else self.effect
 
 
 def load_claims(path: Path) -> list[Claim]:
@@ -98,8 +125,16 @@ def load_claims(path: Path) -> list[Claim]:
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise BenchError(f"claims file {path} is unreadable: {e}") from None
     defaults = raw.get("defaults", {})
-    if not isinstance(defaults, dict) or set(defaults) - set(NUMBERS):
-        raise BenchError(f"{path}: [defaults] may set only {', '.join(NUMBERS)}")
+    allowed = (*NUMBERS, *THRESHOLDS, "seeds")
+    if not isinstance(defaults, dict) or set(defaults) - set(allowed):
+        raise BenchError(f"{path}: [defaults] may set only {', '.join(allowed)}")
+    rule = {}
+    for key, name in THRESHOLDS.items():
+        v = defaults.get(key, getattr(COLLAPSE, name))
+        if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < 1:
+            raise BenchError(f"{path}: [defaults] {key} must be a fraction in (0, 1), got {v!r}")
+        rule[name] = float(v)
+    collapse = CollapseRule(**rule)
     families = _families(path, raw.get("family", []))
     out, seen = [], set()
     for i, c in enumerate(raw.get("claim", []), 1):
@@ -107,6 +142,8 @@ def load_claims(path: Path) -> list[Claim]:
             return BenchError(f"{path}: claim {i}: {what}")
 
         try:
+            if unknown := sorted(set(c) - KEYS):
+                raise bad(f"unknown field {unknown[0]!r} (a claim has {', '.join(sorted(KEYS))})")
             if c["direction"] not in DIRECTIONS:
                 raise bad(f"direction must be one of {', '.join(DIRECTIONS)}, got {c['direction']!r}")
             for key in ("id", "paper", "claim", "published", "metric", "task", "set"):
@@ -125,11 +162,20 @@ def load_claims(path: Path) -> list[Claim]:
             for k, v in numbers.items():
                 if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < 1:
                     raise bad(f"{k} must be a fraction in [0, 1) (here or in [defaults]), got {v!r}")
+            effect = c.get("effect")
+            if effect is not None and (isinstance(effect, bool) or not isinstance(effect, int | float) or not 0 < effect <= 1):
+                raise bad(f"effect must be a fraction in (0, 1] (the paper's difference, its own way), got {effect!r}")
+            design = {k: c.get(k, defaults.get(k)) for k in ("seeds", "examples")}
+            design["seeds"] = DEFAULT_SEEDS if design["seeds"] is None else design["seeds"]
+            for k, v in design.items():
+                if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < (3 if k == "seeds" else 1)):
+                    raise bad(f"{k} must be a whole number of at least {3 if k == 'seeds' else 1}, got {v!r}")
             out.append(Claim(id=c["id"], paper=c["paper"], claim=c["claim"], published=c["published"],
                              metric=c["metric"], candidate=_select(c["candidate"], bad),
                              reference=_select(c["reference"], bad), direction=c["direction"],
                              task=c.get("task", ""), set=c.get("set", ""), gold=tuple(gold), ratio=float(ratio),
-                             family=families.get(c["id"]), **{k: float(v) for k, v in numbers.items()}))
+                             family=families.get(c["id"]), effect=None if effect is None else float(effect),
+                             collapse=collapse, **design, **{k: float(v) for k, v in numbers.items()}))
         except (KeyError, TypeError) as e:
             raise BenchError(f"{path}: claim {i} is malformed ({type(e).__name__}: {e})") from None
     if missing := sorted({cid for f in families.values() for cid in f.claims} - seen):
@@ -163,3 +209,62 @@ def _select(d: dict, bad) -> Select:
                                      or not 0 <= sel.sparsity < 1):
         raise bad(f"sparsity must be a fraction in [0, 1), got {sel.sparsity!r}")
     return sel
+
+
+PLAN = "plan.json"  # beside claims.toml: the registered designs (``bench plan --register``)
+MAX_SEEDS, MAX_EXAMPLES = 100, 1_000_000  # the largest design a plan searches for one that reaches its target
+
+
+@dataclass(frozen=True)
+class Registered:
+    """A claim's registered design and what it can detect, as ``bench plan --register`` wrote
+    it into ``plan.json`` beside the claims file (``leaderboard.plan``): seeds, paired examples
+    and their clusters, the interval's level, what the design must detect (``Claim.target``),
+    its minimum detectable effect at 80 % power from the declared pilot (None, and why, where
+    the pilot cannot say), whether the claim's own records existed when it was planned (post
+    hoc), and the seeds and examples that would reach the target."""
+
+    seeds: int
+    examples: int
+    clusters: int
+    level: float
+    target: float
+    mde: float | None
+    why: str = ""
+    post_hoc: bool = False
+    seeds_needed: int | None = None
+    examples_needed: int | None = None
+    pilot: dict | None = None  # the pilot's variance components (leaderboard.stats.Components)
+
+
+def read_plan(path: Path) -> dict[str, Registered]:
+    """Claim id -> its registered design, from ``plan.json`` ({} where there is none). The file
+    is checked field by field: a malformed one is a one-line error."""
+    if not path.is_file():
+        return {}
+    try:
+        import json
+
+        raw = json.loads(path.read_text())
+        out = {}
+        for cid, d in raw["claims"].items():
+            reg = Registered(**d)
+            numbers = [reg.level, reg.target, *(x for x in (reg.mde,) if x is not None)]
+            if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in numbers) or \
+                    not all(isinstance(x, int) and not isinstance(x, bool) for x in (reg.seeds, reg.examples, reg.clusters)):
+                raise TypeError(f"claim {cid}: a number is not a number")
+            out[str(cid)] = reg
+        return out
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise BenchError(f"{path}: not a plan written by bench plan ({type(e).__name__}: {e})") from None
+
+
+def needed(p: Registered) -> str:
+    """The design that would reach the target, in words."""
+    if p.seeds_needed and p.examples_needed:
+        return f"{p.seeds_needed} seeds and {p.examples_needed:,} examples"
+    if p.seeds_needed:
+        return f"{p.seeds_needed} seeds ({p.examples:,} examples)"
+    if p.examples_needed:
+        return f"{p.examples_needed:,} examples ({p.seeds} seeds)"
+    return f"none: no design of up to {MAX_SEEDS} seeds and {MAX_EXAMPLES:,} examples reaches it"

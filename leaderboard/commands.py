@@ -3,6 +3,7 @@ points (the harness's command line knows them only through its registry):
 
 - ``bench leaderboard``: a study's (or several studies') Markdown tables from their records;
 - ``bench claims``: a study's claims table, spliced into its findings page;
+- ``bench plan``: what a claims file's registered design can detect, from a pilot's records;
 - ``bench headline``: the README's headline and studies tables;
 - ``bench publish``: every published table at once (each study's leaderboard and claims, the
   cross-study table, the README's tables, the site, docs/recipes.md and docs/reference.md), as a reviewer
@@ -98,12 +99,47 @@ class Claims(Command):
 
     def arguments(self, p) -> None:
         p.add_argument("study", nargs="+", help="study folders (results/<study>)")
+        p.add_argument("--bootstrap", action="store_true", help="also print each claim's interval by the two-way "
+                       "bootstrap over seeds and example clusters beside the table's (a check; writes nothing)")
 
     def run(self, a) -> int:
-        from leaderboard.claims import write_table
+        from leaderboard.claims import bootstrap_check, study_results, write_table
 
         for study in a.study:
-            print(f"claims table written to {write_table(Path(study))}", file=sys.stderr)
+            if a.bootstrap:
+                print(bootstrap_check(study_results(Path(study))))
+            else:
+                print(f"claims table written to {write_table(Path(study))}", file=sys.stderr)
+        return 0
+
+
+@COMMANDS.register("plan")
+class Plan(Command):
+    help = "what a claims file's registered design can detect (MDE at 80 %% power) from a pilot's records"
+
+    def arguments(self, p) -> None:
+        p.add_argument("claims", help="a claims.toml (or its study folder)")
+        p.add_argument("--pilot", nargs="+", help="folders of pilot records (a study folder or its records/; default: "
+                       "the claims file's own study, which makes the plan post hoc)")
+        p.add_argument("--register", action="store_true", help="write the plan to plan.json beside the claims file "
+                       "(commit it before the records: it registers the design)")
+
+    def run(self, a) -> int:
+        from leaderboard.plan import plan, register, render, summary
+
+        path = Path(a.claims)
+        path = path / "claims.toml" if path.is_dir() else path
+        if not path.is_file():
+            raise BenchError(f"no claims file {path}")
+        pilot = [Path(x) for x in a.pilot] if a.pilot else [path.parent]
+        for folder in pilot:
+            if not folder.is_dir():
+                raise BenchError(f"pilot folder {folder} does not exist")
+        made = plan(path, pilot)
+        print(render(*made[:2]))
+        print(f"\n{summary(made[1])}")
+        if a.register:
+            print(f"plan registered in {register(path, pilot, made)}", file=sys.stderr)
         return 0
 
 

@@ -13,15 +13,18 @@ tests compare (``outcomes_of``).
 from __future__ import annotations
 
 import math
-from collections import defaultdict
-from dataclasses import dataclass, field
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field, replace
+from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
 
 from bench.core.rescore import SCORED, compared, differences, scored, scoring_key
 from bench.errors import BenchError
-from bench.metrics import one_class
+from bench.metrics import COLLAPSE, Collapse, CollapseRule
+from bench.store import clusters
+from bench.store.clusters import Clusters
 from bench.store.records import (
     Record,
     gc_paused,
@@ -42,16 +45,32 @@ class SetOutcomes:
     uids: np.ndarray  # example ids (str), sorted, unique
     right: np.ndarray  # bool
     gold: np.ndarray  # gold label (object: int or None)
-    one_class: str | None = None  # why the model answers one class on this set (bench.metrics.one_class)
     # each example's group (HANS heuristic, PAWS source, ...) as an index into ``groups``, -1 for
     # none: small codes, not a string per example, as the cache holds hundreds of records
     group: np.ndarray | None = None
     groups: tuple[str, ...] = ()
+    gold_counts: tuple[tuple[int, int], ...] = ()  # (class, examples): the set's gold labels
+    answer_counts: tuple[tuple[int, int], ...] = ()  # (class, examples): the model's answers before any attack
+    cluster: np.ndarray | None = None  # each example's cluster, an index into ``clusters``; None: none declared
+    clusters: tuple[str, ...] = ()
 
     def only(self, golds: tuple) -> SetOutcomes:
         keep = np.isin(self.gold, list(golds))
         group = None if self.group is None else self.group[keep]
-        return SetOutcomes(self.uids[keep], self.right[keep], self.gold[keep], self.one_class, group, self.groups)
+        cluster = None if self.cluster is None else self.cluster[keep]
+        return replace(self, uids=self.uids[keep], right=self.right[keep], gold=self.gold[keep], group=group,
+                       cluster=cluster)
+
+    def collapse(self, rule: CollapseRule = COLLAPSE) -> Collapse | None:
+        """How the model's answers on this set partly collapsed (``bench.metrics.CollapseRule``)."""
+        return rule(dict(self.gold_counts), dict(self.answer_counts))
+
+    def clusters_of(self, uids: np.ndarray) -> np.ndarray | None:
+        """The clusters of these example ids (which the set holds), as codes into ``clusters``;
+        None where it declares none."""
+        if self.cluster is None:
+            return None
+        return self.cluster if uids is self.uids else self.cluster[np.searchsorted(self.uids, uids)]
 
     def errors_by_group(self) -> dict[tuple[str, object], tuple[int, int]]:
         """(group, gold label) -> (examples, wrong answers), over the examples that have a group."""
@@ -112,7 +131,9 @@ def outcomes_of(rec: Record, read: tuple[Path, bytes] | None = None) -> Outcomes
             ATTACKED.add(rec.predictions_sha256)
         if len(PARSED) > PARSED_MAX:
             PARSED.pop(next(iter(PARSED)))
-        PARSED[rec.predictions_sha256] = {name: _arrays(rows) for name, rows in by_set.items()}
+        sums = {v for src in rec.provenance.get("data", {}).get("sources", []) for v in src.get("sha256", {}).values()}
+        PARSED[rec.predictions_sha256] = {name: _arrays(rows, clusters.for_record(rec.where, name, sums))
+                                          for name, rows in by_set.items()}
     return PARSED[rec.predictions_sha256]
 
 
@@ -122,7 +143,7 @@ def has_attack_rows(rec: Record) -> bool:
     return rec.predictions_sha256 in ATTACKED
 
 
-def _arrays(rows: dict[str, tuple]) -> SetOutcomes:
+def _arrays(rows: dict[str, tuple], clusters: Clusters | None = None) -> SetOutcomes:
     uids = np.array(list(rows), dtype=str)
     order = np.argsort(uids, kind="stable")
     right = np.fromiter((v[0] for v in rows.values()), bool, len(rows))
@@ -130,14 +151,21 @@ def _arrays(rows: dict[str, tuple]) -> SetOutcomes:
     names = sorted({v[4] for v in rows.values()} - {""})
     code = {name: i for i, name in enumerate(names)} | {"": -1}
     group = np.fromiter((code[v[4]] for v in rows.values()), np.int32, len(rows))
-    return SetOutcomes(uids[order], right[order], gold[order], _one_class(rows), group[order], tuple(names))
+    golds, answers = (Counter(map(itemgetter(i), rows.values())) for i in (1, 2))  # counted in C, then kept if a class
+    cluster, kinds = None, ()
+    if clusters is not None:
+        kinds = tuple(sorted(set(clusters.of.values())))
+        at = {c: i for i, c in enumerate(kinds)}
+        missing = [u for u in rows if u not in clusters.of]
+        if missing:
+            raise BenchError(f"the clusters of set {clusters.set} ({clusters.by}) do not name example {missing[0]}")
+        cluster = np.fromiter((at[clusters.of[u]] for u in rows), np.int32, len(rows))[order]
+    return SetOutcomes(uids[order], right[order], gold[order], group[order], tuple(names), _classes(golds),
+                       _classes(answers), cluster, kinds)
 
 
-def _one_class(rows: dict[str, tuple]) -> str | None:
-    """``bench.metrics.one_class`` of a set's clean rows (attack rows left out, as
-    ``bench.metrics.one_class_sets`` does for the record)."""
-    clean = [v for v in rows.values() if not v[3] and isinstance(v[1], int) and isinstance(v[2], int)]
-    return one_class([v[1] for v in clean], [v[2] for v in clean]) if clean else None
+def _classes(counts: Counter) -> tuple[tuple[int, int], ...]:
+    return tuple(sorted((k, n) for k, n in counts.items() if type(k) is int))
 
 
 def is_right(row: dict) -> bool | None:

@@ -48,7 +48,7 @@ def aggregated(sec: Section) -> pd.DataFrame:
             row |= {f"{col.key}:seeds": len(vals), f"{col.key}:mean": float(np.mean(vals)) * scale if vals else None,
                     f"{col.key}:sd": float(np.std(vals, ddof=1)) * scale if len(vals) > 1 else None,
                     f"{col.key}:ci_low": ci[0] * scale if ci else None, f"{col.key}:ci_high": ci[1] * scale if ci else None,
-                    f"{col.key}:one_class_seeds": " ".join(map(str, cand.one_class(col.key, col.rows))) if vals else ""}
+                    f"{col.key}:collapsed_seeds": " ".join(map(str, cand.collapsed(col.key, col.rows))) if vals else ""}
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from bench.errors import BenchError
 from bench.store.atomic import write_atomic
 from leaderboard.build import main_table
-from leaderboard.claims import measure
-from leaderboard.claims_file import load_claims
+from leaderboard.claims import RULE, Result, measure
+from leaderboard.claims_file import PLAN, load_claims, read_plan
 from leaderboard.evidence import checked_records
 from leaderboard.sections import sections
 
@@ -26,31 +26,33 @@ START, END = "<!-- headline:start -->", "<!-- headline:end -->"
 STUDIES_START, STUDIES_END = "<!-- studies:start -->", "<!-- studies:end -->"
 STUDY = "quickstart"
 TIMED = ("ex/s", "speed-up", "ms bs1")
+LEFT_OUT = ("sparsity % (achieved)", "seeds")  # the full table has them; here the header line says the seeds
 
 
 def render(results: Path) -> str:
     records = checked_records(results / STUDY / "records")
     sec = sections(records)[0]
     df = main_table(sec)
-    df = df[[c for c in df.columns if not c.startswith(TIMED)]]
+    df = df[[c for c in df.columns if not c.startswith(TIMED) and c not in LEFT_OUT]]
     task = records[0].task if records else "?"
-    return (f"Task `{task}`, backbone `{records[0].backbone if records else '?'}`, {len(records)} records "
+    seeds = ",".join(map(str, sorted({r.seed for r in records})))
+    return (f"Task `{task}`, backbone `{records[0].backbone if records else '?'}`, {len(records)} records, seeds {seeds} "
             f"([full table](results/{STUDY}/LEADERBOARD.md), [findings](results/{STUDY}/findings.md)):\n\n"
             + df.to_markdown(index=False, disable_numparse=True))
 
 
-def _group(verdict: str) -> str:
-    """A verdict without its per-claim detail: "not tested: <why>" and "inconclusive (k seeds)"."""
-    if verdict.startswith("not tested"):
-        return "not tested"
-    return re.sub(r"^inconclusive \(\d+ seeds?\)$", "inconclusive (< 3 seeds)", verdict)
+def _group(result: Result) -> str:
+    """A verdict without its per-claim detail: the rule's row name ("not tested: <why>",
+    "inconclusive (k seeds)" and "underpowered (MDE x pts)" grouped by their row)."""
+    return RULE[result.row - 1][1]
 
 
 def _verdicts(study: Path, records) -> str:
     if not (study / "claims.toml").is_file():
         return "no claims table yet"
-    counts = Counter(_group(r.verdict) for r in measure(load_claims(study / "claims.toml"), records))
-    return ", ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    plan = read_plan(study / PLAN)
+    counts = Counter(_group(r) for r in measure(load_claims(study / "claims.toml"), records, plan))
+    return "; ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def render_studies(results: Path) -> str:

@@ -63,39 +63,66 @@ def twin(ref: Candidate, cand: Candidate, candidates: list[Candidate]) -> Candid
     return same[0] if len(same) == 1 else None
 
 
+def test(cand: Candidate, ref: Candidate, col: Column) -> Test | None:
+    """``cand`` against ``ref`` on column ``col``, over the seeds both have (None where no
+    example pairs)."""
+    pairing = paired(cand, ref, col.key, col.rows, cand.seeds)
+    if not pairing.n:
+        return None
+    deltas = [mine_v - ref_v for s in pairing.seeds  # the seeds behind the pairs
+              if (mine_v := metric_value(cand, s, col.key)) is not None
+              and (ref_v := metric_value(ref, s, col.key)) is not None]
+    return Test(cand, col, ref, pairing, deltas, crossed(deltas, pairing.example_deltas, clusters=pairing.clusters))
+
+
+def _holm(tests: list[Test]) -> list[Test]:
+    """Holm-adjust the tests that can decide something (3 or more paired seeds), in place."""
+    family = [t for t in tests if len(t.seed_deltas) >= MIN_SEEDS_FOR_INTERVAL]
+    for t, adjusted in zip(family, holm([t.result.p for t in family]), strict=True):
+        t.p_holm = adjusted
+    return tests
+
+
 def tests(candidates: list[Candidate], columns: list[Column], ref: Candidate | None) -> list[Test]:
+    """Every candidate against the reference (or its twin) on each main column with examples,
+    Holm-corrected together."""
     if ref is None:
         return []
-    tests = []
+    found = []
     for col in (c for c in columns if c.rows and c.table == "main"):
         for cand in candidates:
             mate = twin(ref, cand, candidates)
             if mate is None or cand is mate or cand.degenerate:
                 continue
-            pairing = paired(cand, mate, col.key, col.rows, cand.seeds)
-            if pairing.n:
-                deltas = [mine_v - ref_v for s in pairing.seeds  # the seeds behind the pairs
-                          if (mine_v := metric_value(cand, s, col.key)) is not None
-                          and (ref_v := metric_value(mate, s, col.key)) is not None]
-                tests.append(Test(cand, col, mate, pairing, deltas, crossed(deltas, pairing.example_deltas)))
-    family = [t for t in tests if len(t.seed_deltas) >= MIN_SEEDS_FOR_INTERVAL]  # only tests that can mark a row
-    for t, adjusted in zip(family, holm([t.result.p for t in family]), strict=True):
-        t.p_holm = adjusted
-    return tests
+            if (t := test(cand, mate, col)) is not None:
+                found.append(t)
+    return _holm(found)
+
+
+def pairwise(ranked: list[Candidate], col: Column) -> list[Test]:
+    """Every pair of ranked rows on the ranking column (the same paired test as ``tests``), Holm-
+    corrected together; rows on different devices are not compared (``twin``'s reason)."""
+    found = [t for i, a in enumerate(ranked) for b in ranked[i + 1:]
+             if device(a) == device(b) and (t := test(a, b, col)) is not None]
+    return _holm(found)
 
 
 @dataclass(frozen=True)
 class Pairing:
     """Two candidates' outcomes on the same examples, seed by seed: how many pairs, the two
     discordant counts over every seed (the McNemar test of two fixed models, where there is one
-    seed), the seeds that gave pairs, and each example's difference in correctness (candidate
-    minus reference) averaged over those seeds: the example level of ``stats.crossed``."""
+    seed), the seeds that gave pairs, each example's difference in correctness (candidate minus
+    reference) averaged over those seeds (the example level of ``stats.crossed``) and its
+    cluster, and where every seed paired the same examples, the seeds x examples differences
+    (``stats.bootstrap``, ``stats.components``)."""
 
     n: int
     b: int
     c: int
     seeds: list[int]
     example_deltas: np.ndarray
+    clusters: np.ndarray | None = None  # each example's cluster; None: every example its own
+    matrix: np.ndarray | None = None  # seeds x examples, where every seed has the same examples
 
     @property
     def delta(self) -> float:
@@ -106,40 +133,55 @@ def paired(cand: Candidate, ref: Candidate, key: str, rows: tuple[str, ...], see
            golds: tuple = (), ratio: float = 1.0) -> Pairing:
     """Every seed's examples of ``rows`` that both candidates' records of ``key`` hold (those
     with gold label in ``golds``, if given); each example's difference is the candidate's
-    outcome less ``ratio`` times the reference's."""
-    per_seed: list[tuple[np.ndarray, np.ndarray]] = []  # (set-qualified ids, candidate minus reference)
+    outcome less ``ratio`` times the reference's. An example's cluster is the one its set
+    declares (``bench.store.clusters``: HANS's templates), else its id: the rows of several
+    sets that share an id (one source example under several attacks) are one unit."""
+    per_seed: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []  # (ids, candidate minus reference, clusters)
     with_pairs = []
     n = b = c = 0
+    names = tuple(dict.fromkeys(rows))  # a set named twice is still one set
     for s in sorted(seeds):
         mine, base = cand.record(s, key), ref.record(s, key)
         if mine is None or base is None:
             continue
         mine, base = outcomes_of(mine), outcomes_of(base)
-        ids, diffs = [], []
-        for name in dict.fromkeys(rows):  # a set named twice is still one set
+        ids, diffs, units = [], [], []
+        for name in names:
             if name in mine and name in base:
                 a, r = (mine[name].only(golds), base[name].only(golds)) if golds else (mine[name], base[name])
                 uids, x, y = pair(a, r)
                 n, b, c = n + len(uids), b + int(np.count_nonzero(x & ~y)), c + int(np.count_nonzero(~x & y))
-                ids.append(np.char.add(f"{name}\x00", uids) if len(rows) > 1 else uids)
+                ids.append(np.char.add(f"{name}\x00", uids) if len(names) > 1 else uids)
                 diffs.append(x.astype(np.int8) - y.astype(np.int8) if ratio == 1 else x - ratio * y)
+                declared = a.clusters_of(uids)
+                if declared is None:
+                    units.append(uids)  # an example is its own cluster, or one with its namesakes of other sets
+                else:
+                    units.append(declared if len(names) == 1 else np.char.add(f"{name}\x00", declared.astype(str)))
         if ids and sum(map(len, ids)):
             with_pairs.append(s)
-            per_seed.append((np.concatenate(ids), np.concatenate(diffs)))
-    return Pairing(n, b, c, with_pairs, _by_example(per_seed))
+            clustered = len(names) > 1 or any(u is not i for u, i in zip(units, ids, strict=True))
+            per_seed.append((np.concatenate(ids), np.concatenate(diffs), np.concatenate(units) if clustered else None))
+    return Pairing(n, b, c, with_pairs, *_by_example(per_seed))
 
 
-def _by_example(per_seed: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-    """Each example's difference averaged over the seeds that paired it."""
+def _by_example(per_seed: list) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """Each example's difference averaged over the seeds that paired it, its cluster, and the
+    seeds x examples matrix where every seed paired the same examples."""
     if not per_seed:
-        return np.zeros(0)
+        return np.zeros(0), None, None
     first = per_seed[0][0]
-    if all(np.array_equal(ids, first) for ids, _ in per_seed):  # the usual case: every seed on the same examples
-        return np.mean([d for _, d in per_seed], axis=0)
-    ids = np.concatenate([i for i, _ in per_seed])
-    diffs = np.concatenate([d for _, d in per_seed]).astype(float)
-    _, inverse = np.unique(ids, return_inverse=True)
-    return np.bincount(inverse, weights=diffs) / np.bincount(inverse)
+    if all(np.array_equal(ids, first) for ids, _, _ in per_seed):  # the usual case: every seed on the same examples
+        matrix = np.stack([d for _, d, _ in per_seed]).astype(float)
+        return matrix.mean(axis=0), per_seed[0][2], matrix
+    ids = np.concatenate([i for i, _, _ in per_seed])
+    diffs = np.concatenate([d for _, d, _ in per_seed]).astype(float)
+    uniq, first_at, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    means = np.bincount(inverse, weights=diffs) / np.bincount(inverse)
+    units = None
+    if per_seed[0][2] is not None:
+        units = np.concatenate([u for _, _, u in per_seed])[first_at]
+    return means, units, None
 
 
 def metric_value(c: Candidate, seed: int, key: str) -> float | None:

@@ -10,12 +10,14 @@ that record none (an attack study), the dense reference method's row with the fe
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from bench.metrics import COLLAPSE, Collapse, CollapseRule
 from bench.store.records import Column, Record
 from bench.store.references import Reference
 from leaderboard.evidence import outcomes_of
@@ -23,9 +25,11 @@ from leaderboard.evidence import outcomes_of
 if TYPE_CHECKING:
     from leaderboard.pairing import Test
 
-SCALE = {"percent": (100.0, 1), "points": (100.0, 1), "ratio": (1.0, 2), "number": (1.0, 1)}
-SHARE, DIFFERENCE = (0.0, 1.0), (-1.0, 1.0)
-BOUNDS = {"percent": SHARE, "points": DIFFERENCE}  # the range a column's interval must stay in
+SCALE = {"percent": (100.0, 1), "points": (100.0, 1), "ratio": (1.0, 2), "signed": (1.0, 2), "number": (1.0, 1)}
+SHARE, DIFFERENCE, AMOUNT = (0.0, 1.0), (-1.0, 1.0), (0.0, math.inf)
+# the range a column's interval must stay in: a latency, a size, a count or a speed-up is never
+# negative, whatever a t-interval of three spread-out seeds says (``stats.interval``)
+BOUNDS = {"percent": SHARE, "points": DIFFERENCE, "ratio": AMOUNT, "number": AMOUNT}
 
 
 def slug(task: str, backbone: str) -> str:
@@ -93,12 +97,18 @@ class Candidate:
     def degenerate(self) -> list[int]:
         return sorted({r.seed for r in self.records if r.degenerate})
 
-    def one_class(self, key: str, rows: tuple[str, ...], seeds: list[int] | None = None) -> list[int]:
-        """The seeds (of ``seeds``, default all) whose record of metric ``key`` answers one class
-        on more than 95 % of one of the balanced sets ``rows`` (``bench.metrics.one_class``, from
-        the kept predictions)."""
-        return [s for s in (self.seeds if seeds is None else seeds) if (rec := self.record(s, key)) is not None
-                and any(o.one_class for name, o in outcomes_of(rec).items() if name in rows)]
+    def collapsed(self, key: str, rows: tuple[str, ...], seeds: list[int] | None = None,
+                  rule: CollapseRule = COLLAPSE) -> dict[int, Collapse]:
+        """The seeds (of ``seeds``, default all) whose record of metric ``key`` has partly
+        collapsed on one of the sets ``rows`` (``bench.metrics.CollapseRule``, from the kept
+        predictions), each with how."""
+        out = {}
+        for s in self.seeds if seeds is None else seeds:
+            if (rec := self.record(s, key)) is not None:
+                why = next((w for name, o in sorted(outcomes_of(rec).items()) if name in rows and (w := o.collapse(rule))), None)
+                if why:
+                    out[s] = why
+        return out
 
 
 @dataclass
@@ -115,6 +125,32 @@ class Section:
     @property
     def primary(self) -> Column | None:
         return next((c for c in self.columns if c.primary and c.table == "main"), None)
+
+    @cached_property
+    def ranked(self) -> list[Candidate]:
+        """The rows ranked on the primary column, best first by mean: none that is degenerate or
+        has partly collapsed on the column's set in some seed (their number there is not the
+        task's skill), nor one without a value."""
+        col = self.primary
+        if col is None:
+            return []
+        sign = -1.0 if col.higher_is_better is False else 1.0
+
+        def mean(c: Candidate) -> float:
+            vals = [v for v in c.values(col.key) if isinstance(v, int | float) and math.isfinite(v)]
+            return sum(vals) / len(vals) if vals else math.nan
+
+        keep = [c for c in self.candidates if not c.degenerate and not c.collapsed(col.key, col.rows)
+                and not math.isnan(mean(c))]
+        return sorted(keep, key=lambda c: -sign * mean(c))
+
+    @cached_property
+    def pairwise(self) -> list[Test]:
+        """Every pair of ranked rows tested on the primary column (``pairing.pairwise``), made
+        once: a table, its CSV and its site page read the same rank groups."""
+        from leaderboard.pairing import pairwise
+
+        return pairwise(self.ranked, self.primary) if self.primary else []
 
     @cached_property
     def tests(self) -> list[Test]:

@@ -25,7 +25,7 @@ from bench.errors import BenchError
 from bench.registry import COMMANDS
 from bench.store.atomic import write_atomic
 from bench.store.records import STUDIES, Record, parse_predictions, read_predictions, study_folders
-from leaderboard.build import _legend, cell, details_tables, ranks
+from leaderboard.build import _legend, at_chance, cell, details_tables, ranks
 from leaderboard.evidence import has_attack_rows, outcomes_of
 from leaderboard.sections import Candidate, Section, sections, slug
 
@@ -88,9 +88,10 @@ def main_table(sec: Section) -> str:
         sp = f"{cand.target:.0%}" if cand.target is not None else "dense"
         flag = f' <span class=flag>⚠ degenerate (seed {", ".join(map(str, cand.degenerate))}): not ranked</span>' if cand.degenerate else ""
         r = rank.get(id(cand), "—")
-        cells = "".join(f'<td data-v="{_mean(cand, c.key)}">{_e(cell(sec, cand, c))}</td>' for c in cols)
+        cells = "".join(f'<td data-v="{"" if at_chance(cand, c) else _mean(cand, c.key)}">{_e(cell(sec, cand, c))}</td>'
+                        for c in cols)  # an F_bias of a model at chance sorts with the missing
         body.append(f'<tr data-method="{_e(cand.name)}" data-sparsity="{sp}" data-suites="{_e(suites)}">'
-                    f'<td data-v="{r.split()[0] if r[0].isdigit() else ""}">{_e(r)}</td>'
+                    f'<td data-v="{r.split()[0].split("-")[0] if r[0].isdigit() else ""}">{_e(r)}</td>'
                     f"<td>{_e(cand.name)}{flag}{_runs(cand)}</td><td>{sp}</td>{cells}<td>{_e(','.join(map(str, cand.seeds)))}</td></tr>")
     return f"<table class=board><thead>{head}</thead><tbody>{''.join(body)}</tbody></table>"
 

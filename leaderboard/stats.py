@@ -7,13 +7,20 @@ difference is judged against both (``crossed``), never against seed x example pa
 independent (Clark 1973, "The language-as-fixed-effect fallacy").
 
 - Over seeds: mean and sample standard deviation; with 3 to 9 seeds the 95 % t-interval of the
-  mean (Student t, n - 1 degrees of freedom), intersected with the metric's range for a bounded
-  metric (an accuracy, a success rate): the true mean lies in that range, so the intersection
-  covers it whenever the t-interval does; with 10 or more the 95 % BCa bootstrap interval (scipy,
-  fixed resampling seed), inside the range by construction. Fewer than 3 seeds: no interval.
-- Between two methods (``crossed``): the per-seed differences of the metric, paired by seed, with
-  a standard error that adds the example-sampling variance of the seed-averaged per-example
-  differences; Student t with n_seeds - 1 degrees of freedom.
+  mean (Student t, n - 1 degrees of freedom), intersected with the metric's range (an accuracy:
+  [0, 1]; a latency, a size, a count, a speed-up: [0, inf)): the true mean lies in that range,
+  so the intersection covers it whenever the t-interval does; with 10 or more the 95 % BCa
+  bootstrap interval (scipy, fixed resampling seed), inside the range by construction. Fewer
+  than 3 seeds: no interval.
+- Between two methods (``crossed``): the mean per-seed difference, paired by seed. Its variance
+  has two components: the spread between seeds (s_seed^2 / k, k - 1 degrees of freedom) and the
+  examples' sampling (the cluster-robust variance of the mean of each example's seed-averaged
+  difference, G - 1 degrees of freedom for G clusters; an example is its own cluster where the
+  set declares none). The interval is Student t with the Welch-Satterthwaite degrees of freedom
+  of the sum (Satterthwaite 1946, eq. 1; Welch 1947). ``bootstrap`` resamples seeds and clusters
+  together as a check of it.
+- Planning (``mde``): the smallest difference a design of k seeds and n examples detects with
+  80 % power at its level, from a pilot's variance components (``Components``).
 - Between two fixed models (one seed each): the exact McNemar test on their per-example outcomes
   (``mcnemar``). It says whether these two trained models differ on these examples, not whether
   the methods do.
@@ -36,8 +43,10 @@ WIDE_SD = 0.10  # a percentage whose seeds spread more than this (sd, 10 points)
 def interval(values: list[float], bounds: tuple[float, float] | None = None) -> tuple[float, float] | None:
     """The 95 % interval of the mean over seeds as described above, or None below 3 seeds.
     With ``bounds`` (lo, hi) the t-interval is intersected with them: a t-interval of 97, 99 and
-    100 % reaches past 100, and no accuracy does. (A logit-scale interval also stays inside, but
-    at a bound it needs an arbitrary clip and then no longer holds the mean it is printed with.)"""
+    100 % reaches past 100, and no accuracy does; one of latencies of 2, 3 and 40 ms reaches below
+    0, and no latency does. (A logit- or log-scale interval also stays inside, but it is an
+    interval of another mean than the one printed: the geometric mean's for a log scale; and the
+    percentile bootstrap is too narrow with 3 to 9 seeds.)"""
     vals = np.asarray(values, dtype=float)
     n = len(vals)
     if n < MIN_SEEDS_FOR_INTERVAL:
@@ -68,50 +77,191 @@ def fmt(values: list[float | None], scale: float = 100.0, digits: int = 1,
     text = f"{np.mean(vals) * scale:.{digits}f} ± {sd * scale:.{digits}f}"
     ci = interval(vals, bounds)
     text += f" [{ci[0] * scale:.{digits}f}, {ci[1] * scale:.{digits}f}]" if ci else ""
-    if bounds is not None and sd > WIDE_SD:
+    if bounds is not None and math.isfinite(bounds[1]) and sd > WIDE_SD:  # a share or a difference of shares
         text += " (seeds " + " / ".join(f"{v * scale:.{digits}f}" for v in vals) + ")"
     return text
 
 
 @dataclass(frozen=True)
 class Crossed:
-    """A difference between two methods over seeds and examples: its mean, the standard error
-    from both sources, the interval at ``level`` and the two-sided p of "no difference"."""
+    """A difference between two methods over seeds and examples: its mean, the two variance
+    components of that mean and the standard error they add to, the Welch-Satterthwaite degrees
+    of freedom, the interval at ``level`` and the two-sided p of "no difference"."""
 
     mean: float
     se: float
-    df: int
+    df: float
     level: float
     low: float
     high: float
     p: float
+    seed_var: float = 0.0  # s_seed^2 / k: the spread between training runs
+    example_var: float = 0.0  # the examples' sampling: cluster-robust variance of the mean
+    seeds: int = 0
+    clusters: int = 0  # the independent units of the example component (examples, or their clusters)
+
+
+def example_variance(deltas: np.ndarray, clusters: np.ndarray | None = None) -> tuple[float, int]:
+    """The variance of the mean of ``deltas`` and its independent units G: the cluster-robust
+    (sandwich) estimate G / (G - 1) * sum_g (sum_{i in g} (d_i - mean))^2 / n^2 (Liang and Zeger
+    1986; Cameron and Miller 2015, eq. 11 with the G / (G - 1) correction). With every example its
+    own cluster it is the usual s^2 / n. Examples built from one template move together, so
+    counting them as independent understates the variance by up to the cluster size."""
+    d = np.asarray(deltas, dtype=float)
+    n = len(d)
+    if n < 2:
+        return 0.0, n
+    r = d - d.mean()
+    if clusters is None:
+        return float(r.var(ddof=1)) / n, n
+    _, codes = np.unique(clusters, return_inverse=True)
+    totals = np.bincount(codes, weights=r)
+    g = len(totals)
+    if g < 2:
+        return 0.0, g
+    return float(g / (g - 1) * np.sum(totals ** 2) / n ** 2), g
+
+
+def satterthwaite(parts: list[tuple[float, float]]) -> float:
+    """The Welch-Satterthwaite degrees of freedom of a sum of independent variance estimates,
+    each (variance, its degrees of freedom): (sum v)^2 / sum (v^2 / df) (Satterthwaite 1946,
+    eq. 1). A part with no variance adds nothing; all zero: the largest df."""
+    used = [(v, df) for v, df in parts if v > 0 and df > 0]
+    if not used:
+        return float(max((df for _, df in parts), default=1))
+    return float(sum(v for v, _ in used) ** 2 / sum(v * v / df for v, df in used))
 
 
 def crossed(seed_deltas: list[float], example_deltas: np.ndarray, level: float = 0.95,
-            bounds: tuple[float, float] = (-1.0, 1.0)) -> Crossed | None:
+            bounds: tuple[float, float] = (-1.0, 1.0), clusters: np.ndarray | None = None) -> Crossed | None:
     """The interval of the mean per-seed difference, for a crossed seeds x examples design.
 
     ``seed_deltas``: the metric's difference (candidate minus reference) on each seed, paired by
     seed. ``example_deltas``: each example's difference in correctness averaged over the seeds
-    that evaluated it. The variance of the grand mean in a two-way random-effects design is
-    s_seed^2 / n_seed + s_example^2 / n_example + s_interaction^2 / (n_seed n_example); the sample
-    variances of the seed means and of the example means estimate it with the interaction
-    counted twice, so the interval is slightly conservative. Degrees of freedom n_seed - 1 (the
-    smaller of the two sources). The interval is clipped to the difference's range ``bounds``.
-    None below 2 seeds: one training run has no spread to judge an effect against."""
+    that evaluated it; ``clusters``: each example's cluster (None: independent examples). The
+    variance of the grand mean in a two-way random-effects design is s_seed^2 / n_seed +
+    s_example^2 / n_example + s_interaction^2 / (n_seed n_example); the sample variances of the
+    seed means and of the example means estimate it with the interaction counted twice, so the
+    interval is slightly conservative. The two components are kept apart and the interval takes
+    their Welch-Satterthwaite degrees of freedom: between n_seed - 1 (the seeds dominate) and G - 1
+    (the examples do). The interval is clipped to the difference's range ``bounds``. None below
+    2 seeds: one training run has no spread to judge an effect against."""
     d = np.asarray(seed_deltas, dtype=float)
     n = len(d)
     if n < 2:
         return None
-    e = np.asarray(example_deltas, dtype=float)
-    var = float(d.var(ddof=1)) / n if np.ptp(d) > 1e-9 else 0.0  # equal up to float noise: no seed spread
-    var += float(e.var(ddof=1)) / len(e) if len(e) > 1 else 0.0
-    mean, se, df = float(d.mean()), math.sqrt(var), n - 1
+    v_seed = float(d.var(ddof=1)) / n if np.ptp(d) > 1e-9 else 0.0  # equal up to float noise: no seed spread
+    v_ex, g = example_variance(np.asarray(example_deltas, dtype=float), clusters)
+    mean, se = float(d.mean()), math.sqrt(v_seed + v_ex)
+    df = satterthwaite([(v_seed, n - 1), (v_ex, g - 1)])
+    parts = dict(seed_var=v_seed, example_var=v_ex, seeds=n, clusters=g)
     if se == 0:
-        return Crossed(mean, 0.0, df, level, mean, mean, 1.0 if mean == 0 else 0.0)
+        return Crossed(mean, 0.0, df, level, mean, mean, 1.0 if mean == 0 else 0.0, **parts)
     half = float(stats.t.ppf(0.5 + level / 2, df)) * se
     p = float(2 * stats.t.sf(abs(mean) / se, df))
-    return Crossed(mean, se, df, level, max(bounds[0], mean - half), min(bounds[1], mean + half), p)
+    return Crossed(mean, se, df, level, max(bounds[0], mean - half), min(bounds[1], mean + half), p, **parts)
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """The two-way bootstrap of a mean difference: its standard error and percentile interval."""
+
+    mean: float
+    se: float
+    low: float
+    high: float
+    resamples: int
+
+
+def bootstrap(matrix: np.ndarray, clusters: np.ndarray | None = None, level: float = 0.95,
+              resamples: int = 4000, seed: int = 0) -> Bootstrap:
+    """Seeds and example clusters resampled together (each with replacement, independently: the
+    pigeonhole bootstrap of a crossed design, Owen 2007, section 3), the statistic the grand mean
+    of ``matrix`` (seeds x examples, each example's difference in correctness on each seed). A
+    check of ``crossed`` by another route: its variance has the same expectation, the two main
+    effects plus the interaction counted twice, but it makes no normal or t assumption. With few
+    seeds it is somewhat narrow (resampling 5 values gives (k - 1) / k of their variance)."""
+    m = np.asarray(matrix, dtype=float)
+    k, n = m.shape
+    codes = np.arange(n) if clusters is None else np.unique(clusters, return_inverse=True)[1]
+    g = int(codes.max()) + 1
+    sums = np.stack([np.bincount(codes, weights=row, minlength=g) for row in m])  # seeds x clusters
+    sizes = np.bincount(codes, minlength=g).astype(float)
+    rng = np.random.default_rng(seed)
+    out = np.empty(resamples)
+    for start in range(0, resamples, 256):
+        b = min(256, resamples - start)
+        w = rng.multinomial(k, np.full(k, 1 / k), size=b).astype(float)  # how often each seed is drawn
+        u = rng.multinomial(g, np.full(g, 1 / g), size=b).astype(float)  # and each cluster
+        out[start:start + b] = np.einsum("bk,kg,bg->b", w, sums, u) / (k * (u @ sizes))
+    lo, hi = np.quantile(out, [0.5 - level / 2, 0.5 + level / 2])
+    return Bootstrap(float(m.mean()), float(out.std(ddof=1)), float(lo), float(hi), resamples)
+
+
+POWER = 0.80  # the power a registered design is planned for
+
+
+@dataclass(frozen=True)
+class Components:
+    """What a pilot says about a paired difference, per unit: the variance of one seed's
+    difference (between training runs), of one example's difference (its main effect) and of
+    their interaction, and the design effect of the set's clusters (the cluster-robust over the
+    independent-example variance; 1 where examples are their own clusters). ``crossed``'s two
+    components for a design of k seeds and n examples are then s_seed^2 / k and
+    deff (s_example^2 + s_interaction^2 / k) / n."""
+
+    seed: float
+    example: float
+    interaction: float
+    deff: float
+    seeds: int  # the pilot's
+    examples: int
+    clusters: int
+
+    def variances(self, k: int, n: float) -> tuple[float, float, float]:
+        """The seed and example components of the mean difference's variance for k seeds and n
+        examples (the clusters growing with the examples), and the degrees of freedom."""
+        v_seed = self.seed / k
+        v_ex = self.deff * (self.example + self.interaction / k) / n
+        g = max(2.0, n * self.clusters / max(self.examples, 1))
+        return v_seed, v_ex, satterthwaite([(v_seed, k - 1), (v_ex, g - 1)])
+
+
+def components(matrix: np.ndarray, seed_deltas: list[float], clusters: np.ndarray | None = None) -> Components:
+    """A pilot's variance components from its seeds x examples matrix of differences (two-way
+    ANOVA method-of-moments estimates, each truncated at zero; Searle, Casella and McCulloch
+    1992, section 4.7): the interaction from each seed's variance over examples less that of the
+    examples' seed means, the example main effect from what remains. The seed component is the
+    sample variance of the metric's per-seed differences. With one pilot seed the interaction
+    cannot be told from the example effect and is counted as example variance (conservative)."""
+    m = np.asarray(matrix, dtype=float)
+    k, n = m.shape
+    seed = float(np.var(seed_deltas, ddof=1)) if len(seed_deltas) > 1 else math.nan
+    means = m.mean(axis=0)
+    s2_means = float(means.var(ddof=1)) if n > 1 else 0.0  # = example + interaction / k
+    if k > 1:
+        within = float(np.mean([row.var(ddof=1) for row in m]))  # = example + interaction
+        interaction = max(0.0, (within - s2_means) * k / (k - 1))
+        example = max(0.0, s2_means - interaction / k)
+    else:
+        interaction, example = 0.0, s2_means
+    naive = s2_means / n if n else 0.0
+    robust, g = example_variance(means, clusters)
+    deff = robust / naive if naive > 0 else 1.0
+    return Components(seed, example, interaction, deff, k, n, g)
+
+
+def mde(c: Components, k: int, n: float, level: float, power: float = POWER, equivalence: bool = False) -> float:
+    """The minimum detectable effect of a design of k seeds and n examples: the true difference
+    whose interval at ``level`` excludes zero with probability ``power``,
+    (t_{1 - alpha/2, df} + t_{power, df}) SE (Cohen 1988, section 2.4, with the t quantiles of the
+    Satterthwaite df). ``equivalence``: the smallest margin whose interval at ``level`` lies inside
+    plus or minus it with that power when the true difference is zero, (t_{1 - alpha/2} +
+    t_{(1 + power)/2}) SE (two one-sided tests, Schuirmann 1987)."""
+    v_seed, v_ex, df = c.variances(k, n)
+    se = math.sqrt(v_seed + v_ex)
+    second = (1 + power) / 2 if equivalence else power
+    return float((stats.t.ppf(0.5 + level / 2, df) + stats.t.ppf(second, df)) * se)
 
 
 def mcnemar(b: int, c: int) -> float:

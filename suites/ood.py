@@ -144,11 +144,14 @@ class OOD(Suite):
                           if k.startswith(f"ood/{name}/") and k.count("/") == 3 and "/mean/" not in k and "/share/" not in k]
             if len(names) > 1:
                 cols.append(Column(f"pool/{pool}", f"{pool} (pooled)", rows=tuple(names), primary=i == 0))
-        cols += [Column(f"f_bias/{pool}", f"F_bias {pool}", "ratio", False) for pool in details.get("pools", {})]
+        cols += [Column(f"f_bias/{pool}", f"F_bias {pool}", "signed", False) for pool in details.get("pools", {})]
         return [c for c in cols + details_id + ood + cells if c.key in metrics]
 
     def sets(self, task, params: OODParams | None) -> dict[str, list]:
         return {"test": task.test} | {s.name: s.examples for s in _sets(task, params)}
+
+    def ood_sets(self, task, params: OODParams | None) -> list:
+        return _sets(task, params)
 
     def compare(self, metrics: dict[str, float], reference: dict[str, float]) -> dict[str, float]:
         out = {}

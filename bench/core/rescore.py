@@ -55,21 +55,27 @@ Sets = dict[str, list]  # set name -> its examples, as the suite evaluates them
 Labels = dict[str, dict[str, int]]  # set name -> example id -> gold label
 
 
+def data_spec(record: Record, data_dir: str | None):
+    """The run's resolved spec as far as its data goes (task, files, example cap, suite and its
+    parameters; no loader takes the run's seed), and a key for what the loaders read."""
+    from bench.spec.run import FIELD_NAMES, digest, resolve  # imports torch; re-scoring rows does not
+
+    conf = record.provenance.get("config", {})
+    given = {k: conf[k] for k in FIELD_NAMES if k in conf and k not in ("method", "suite")}
+    spec = resolve(record.method, record.suite, **given | {"data_dir": data_dir or conf.get("data_dir")},
+                   check_backbone=False, default_sparsity=False)
+    return spec, digest([spec.task, str(spec.data_path), spec.max_examples, spec.suite, repr(spec.suite_params)])
+
+
 def _sets(record: Record, data_dir: str | None, cache: dict) -> tuple[Sets, Labels] | str:
     """The examples of each evaluated set and their gold labels, or why the data could not be
     read. The records of a study share their data, so the sets are built once for each distinct
     input of the loaders (task, files, example cap, suite and its parameters; no loader takes
     the run's seed), not once per record."""
-    from bench.spec.run import FIELD_NAMES, digest, resolve  # imports torch; re-scoring rows does not
-
-    conf = record.provenance.get("config", {})
     try:
-        given = {k: conf[k] for k in FIELD_NAMES if k in conf and k not in ("method", "suite")}
-        spec = resolve(record.method, record.suite, **given | {"data_dir": data_dir or conf.get("data_dir")},
-                       check_backbone=False, default_sparsity=False)
+        spec, key = data_spec(record, data_dir)
     except BenchError as e:
         return f"unchecked ({e})"
-    key = digest([spec.task, str(spec.data_path), spec.max_examples, spec.suite, repr(spec.suite_params)])
     if key not in cache:
         try:
             task = TASKS.get(record.task).load(spec.data_path).limited(spec.max_examples)

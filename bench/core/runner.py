@@ -40,6 +40,7 @@ from bench.model.quant import restore
 from bench.registry import METHODS, SUITES, TASKS
 from bench.spec.requires import baseline_of, baseline_run, needed, reference_need, reference_of
 from bench.spec.run import RunSpec, digest
+from bench.store import clusters
 from bench.store.atomic import intact
 from bench.store.records import Record, finished, load_predictions, load_record, record_path, write_run
 
@@ -178,6 +179,7 @@ class Runner:
                                task.max_length, ctx.device, spec.precision, self.out / "artifacts" / cand.lineage["key"]))
         reference = self._compare(spec, rid, suite, metrics)
         test = [r for r in result.predictions if r.get("set") == "test"]  # the ID test set, clean
+        judged = suite.ood_sets(task, spec.suite_params)
 
         def record_of(predictions: str, checksum: str) -> Record:
             return Record(
@@ -190,7 +192,8 @@ class Runner:
                 provenance=dataclasses.asdict(Provenance(
                     config={k: v for k, v in spec.config().items() if k != "params"} | {"bench": __version__},
                     data={"note": task.note, "sources": [dataclasses.asdict(s) for s in task.sources]
-                          + [dataclasses.asdict(o.source) for o in task.ood.values()]},
+                          + [dataclasses.asdict(o.source) for o in task.ood.values()]
+                          + [dataclasses.asdict(o.source) for o in judged if o.name not in task.ood]},
                     device=device_info(ctx.device), wall_seconds=round(time.time() - t0, 2), memory=peak_memory(ctx.device),
                     backbone={"name": spec.backbone, "files": resolve(spec.backbone).fingerprint(),
                               "loaded_weights": getattr(cand.model.config, "bench_loaded_weights", None)},
@@ -204,6 +207,9 @@ class Runner:
                          if c.key in metrics],
             )
 
+        for found in judged:
+            if found.clusters:  # before the record that needs them
+                clusters.write(self.out, found.name, found.examples, found.clusters, found.source.sha256)
         record = load_record(write_run(self.out, rid, result.predictions, record_of))
         shutil.rmtree(ctx.scratch, ignore_errors=True)
         self.log(f"[bench] wrote {path}" + (f" (degenerate: {record.degenerate})" if record.degenerate else ""))

@@ -19,6 +19,11 @@ record's kept rows by the same functions a new run uses, and added (none replace
 - The suite's metrics that its ``score`` now gives and the record lacks (the attacks' Words%).
 - ``columns``: the suite's, the rows' and the efficiency declarations of today, for the
   record's metrics, so that the new ones are shown in their place.
+
+Clusters (any schema): where a record's evaluated set declares clusters in the data it read
+(HANS's templates or subcases) and the study keeps none for that set and data file, they are
+written beside the records (``bench.store.clusters``), from the data folder; the records are not
+touched.
 """
 
 from __future__ import annotations
@@ -28,11 +33,11 @@ import math
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.core.rescore import baseline_record, row_columns
+from bench.core.rescore import baseline_record, data_spec, row_columns
 from bench.errors import BenchError
 from bench.metrics import calibration, loyalty
 from bench.model.efficiency import COLUMNS as EFFICIENCY
-from bench.registry import SUITES
+from bench.registry import SUITES, TASKS
 from bench.store.atomic import write_atomic
 from bench.store.migrate import upgrade as upgrade_v1
 from bench.store.records import SCHEMA_VERSION, Column, Record, load_predictions
@@ -99,3 +104,35 @@ def migrate(out: Path, version: str) -> tuple[int, int]:
     for name, d in old.items():
         write_atomic(folder / name, json.dumps(d, indent=1, sort_keys=True, allow_nan=False))
     return len(old), len(current)
+
+
+def add_clusters(out: Path, data_dir: str | None = None) -> tuple[list[Path], list[str]]:
+    """The clusters files ``out``'s records need (module docstring), read from the data each
+    record names (its task, example cap and suite parameters), each written only where its bytes
+    change; returns the files and one line for each set whose data could not be read."""
+    from bench.store import clusters
+    from bench.store.records import read_records
+
+    records, _ = read_records(Path(out) / "records")
+    written, problems, seen = [], [], set()
+    for rec in records:
+        sums = {v for s in rec.provenance.get("data", {}).get("sources", []) for v in s.get("sha256", {}).values()}
+        try:
+            spec, key = data_spec(rec, data_dir)
+        except BenchError as e:
+            problems.append(f"{rec.run_id}: {e}")
+            continue
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            task = TASKS.get(rec.task).load(spec.data_path).limited(spec.max_examples)
+            judged = SUITES.get(rec.suite).ood_sets(task, spec.suite_params)
+            for found in judged:
+                if found.clusters and set(found.source.sha256.values()) <= sums:
+                    path = clusters.write(Path(out), found.name, found.examples, found.clusters, found.source.sha256)
+                    if path is not None and path not in written:
+                        written.append(path)
+        except BenchError as e:
+            problems.append(f"{rec.task} ({rec.suite}): {e}")
+    return written, problems

@@ -3,7 +3,9 @@
 JSON lines (``.jsonl``), TSV (``.tsv``) or CSV (``.csv``), one example a line or row, with the
 task's text fields, a ``label`` (a label name of the task, any case, or its index; SNLI's
 ``gold_label`` is read as well, and its rows without a gold label, "-", are left out and counted
-in the set's description) and optional ``id`` and ``group`` columns (per-group accuracy, as HANS's heuristics). Text fields: ``text``
+in the set's description) and optional ``id``, ``group`` (per-group accuracy, as HANS's
+heuristics) and ``cluster`` columns (the template an example was built from: the examples of one
+cluster count as one unit in the paired tests' example variance, ``bench.store.clusters``). Text fields: ``text``
 or ``sentence`` for single-text tasks; for pair tasks ``premise``/``hypothesis``,
 ``sentence1``/``sentence2``, ``question1``/``question2`` or ``claim``/``evidence`` (or
 ``text_a``/``text_b``). The set is judged as the task's own OOD sets are, in the task's label
@@ -107,7 +109,8 @@ def load(path: str, task: TaskData) -> tuple[list[Example], DataSource]:
             raise BenchError(f"eval_file {path}: example {i} has no '{missing[0]}'")
         examples.append(Example(uid=str(row.get("id") or f"{set_name(path)}-{i}"), text_a=str(row[fields[0]]),
                                 text_b=str(row[fields[1]]) if task.pair else None,
-                                label=_label(p, i, row[key], task.labels), group=str(row.get("group") or "")))
+                                label=_label(p, i, row[key], task.labels), group=str(row.get("group") or ""),
+                                cluster=str(row.get("cluster") or "")))
     if not examples:
         raise BenchError(f"eval_file {path}: no example has a gold label")
     if len({e.uid for e in examples}) != len(examples):
@@ -125,5 +128,6 @@ def eval_set(path: str, task: TaskData) -> EvalSet:
     name = set_name(path)
     if name in task.ood:
         raise BenchError(f"eval_file {path}: its name '{name}' is one of the task's own OOD sets; rename the file")
+    clustered = any(e.cluster for e in loaded[0])
     return EvalSet(name=name, labels=task.labels, collapse=tuple(range(len(task.labels))), metric=task.id_metric,
-                   pool=name, loader=lambda: loaded)
+                   pool=name, loader=lambda: loaded, clusters="the file's cluster column" if clustered else "")

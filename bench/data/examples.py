@@ -32,6 +32,7 @@ class Example:
     text_b: str | None
     label: int
     group: str = ""  # e.g. the HANS heuristic; "" when the set has no groups
+    cluster: str = ""  # the template it was built from (HANS); "" when examples are drawn independently
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class EvalSet:
     metric: Literal["accuracy", "f1_weighted"]
     pool: str
     loader: Loader = field(repr=False, compare=False)
+    clusters: str = ""  # what its examples' ``cluster`` is (bench.store.clusters); "" when none
 
     @functools.cached_property
     def _loaded(self) -> tuple[list[Example], DataSource]:

@@ -27,7 +27,7 @@ def _nullable(schema: dict) -> dict:
 
 
 _COLUMN = {"type": "object", "required": ["key", "label"], "additionalProperties": False, "properties": {
-    "key": STRING, "label": STRING, "kind": {"enum": ["percent", "points", "ratio", "number"]},
+    "key": STRING, "label": STRING, "kind": {"enum": ["percent", "points", "ratio", "signed", "number"]},
     "higher_is_better": _nullable({"type": "boolean"}), "table": STRING, "rows": {"type": "array", "items": STRING},
     "primary": {"type": "boolean"}, "order": NUMBER}}
 

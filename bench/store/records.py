@@ -66,7 +66,9 @@ class Column:
 
     ``kind``: ``percent`` (a share of examples, a fraction shown x100, its intervals kept in
     [0, 100]), ``points`` (a difference of two such shares, shown x100, kept in ±100), ``ratio``
-    or ``number`` (shown as is).
+    (a quotient of two non-negative quantities, such as a speed-up) or ``number`` (a count, a
+    size, a time, a rate), both non-negative and shown as is, their intervals kept at or above
+    0, or ``signed`` (a ratio that may be negative, such as F_bias: shown as is, unbounded).
     ``table``: ``main`` (one row per candidate, every suite's main columns side by side) or the
     title of a details table below it. ``rows``: the prediction sets whose per-example
     ``correct`` outcomes a paired test against the reference compares (empty: no test).
@@ -90,6 +92,8 @@ class Column:
         d = {**d, "rows": tuple(d.get("rows", ()))}
         if d["key"] == "id/gap" and d.get("kind") == "percent":  # declared so before ``points`` existed
             d["kind"] = "points"
+        if d["key"].startswith("f_bias/") and d.get("kind") == "ratio":  # declared so before ``signed`` existed
+            d["kind"] = "signed"
         return cls(**d)
 
 

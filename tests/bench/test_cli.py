@@ -184,7 +184,7 @@ def test_the_leaderboards_commands_come_through_the_registry(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     shown = capsys.readouterr().out
-    assert all(name in shown for name in ("leaderboard", "claims", "headline", "publish", "conformance"))
+    assert all(name in shown for name in ("leaderboard", "claims", "plan", "headline", "publish", "conformance"))
     assert main(["claims", "/no/such/study"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("bench: error:") and len(err.strip().splitlines()) == 1

@@ -305,7 +305,8 @@ def test_rank_marks_only_what_a_paired_test_finds(tmp_path):
     md = build(recs)
     rank = {ln.split("|")[2].strip(): ln.split("|")[1].strip() for ln in md.splitlines()
             if "(ce)" in ln and ln.startswith("| ") and "±" in ln}
-    assert rank["big (ce)"] == "1 ▲" and rank["small (ce)"] == "2" and rank["finetune (ce)"] == "3 (ref)"
+    # big is alone at the top; nothing separates small from the reference, so they share ranks 2-3
+    assert rank["big (ce)"] == "1 ▲" and rank["small (ce)"] == "2-3" and rank["finetune (ce)"] == "2-3 (ref)"
     assert "Paired tests against finetune (ce)" in md and "+30.1 (p=" in md and "k=3 seeds, 100 examples) ✓" in md
 
 
@@ -325,7 +326,7 @@ def test_a_difference_from_one_seed_gets_no_mark(tmp_path):
     rank = {ln.split("|")[2].strip(): ln.split("|")[1].strip() for ln in md.splitlines()
             if "(ce)" in ln and ln.startswith("| ") and "±" in ln}
     (row,) = [ln for ln in md.split("Paired tests")[1].splitlines() if ln.startswith("| lucky (ce)")]
-    assert rank["lucky (ce)"] == "1" and row.rstrip(" |").endswith("k=3 seeds, 100 examples)")
+    assert rank["lucky (ce)"] == "1-2" and row.rstrip(" |").endswith("k=3 seeds, 100 examples)")
 
 
 def test_the_sparsity_pattern_reads_distilbert_names_too():
@@ -416,7 +417,9 @@ def test_a_seed_difference_without_spread_is_judged_by_its_examples():
 
 def test_the_crossed_interval_counts_both_seeds_and_examples():
     """The standard error is the seeds' spread over sqrt(seeds) and the examples' over
-    sqrt(examples), added in quadrature; t with seeds - 1 degrees of freedom; clipped to ±1."""
+    sqrt(examples), added in quadrature; t with the Welch-Satterthwaite degrees of freedom of the
+    two (Satterthwaite 1946, eq. 1): (v_s + v_e)^2 / (v_s^2 / (k - 1) + v_e^2 / (n - 1)), at least
+    the smaller and at most their sum; clipped to ±1."""
     import numpy as np
     from scipy import stats
 
@@ -425,9 +428,13 @@ def test_the_crossed_interval_counts_both_seeds_and_examples():
     d = [0.02, 0.05, 0.03, 0.04]
     e = np.array([1.0, 0.0, 0.5, 0.0] * 25)
     t = crossed(d, e, level=0.99)
-    se = np.sqrt(np.var(d, ddof=1) / 4 + np.var(e, ddof=1) / 100)
-    assert t.se == pytest.approx(se) and t.df == 3
-    assert (t.low, t.high) == pytest.approx((np.mean(d) - stats.t.ppf(0.995, 3) * se, np.mean(d) + stats.t.ppf(0.995, 3) * se))
+    v_s, v_e = np.var(d, ddof=1) / 4, np.var(e, ddof=1) / 100
+    se, df = np.sqrt(v_s + v_e), (v_s + v_e) ** 2 / (v_s ** 2 / 3 + v_e ** 2 / 99)
+    assert t.se == pytest.approx(se) and t.df == pytest.approx(df) and 3 < t.df <= 3 + 99
+    assert (t.seed_var, t.example_var, t.seeds, t.clusters) == pytest.approx((v_s, v_e, 4, 100))
+    assert (t.low, t.high) == pytest.approx((np.mean(d) - stats.t.ppf(0.995, df) * se, np.mean(d) + stats.t.ppf(0.995, df) * se))
+    seeds_only = crossed(d, np.zeros(100))  # no example variance: the seeds' n - 1
+    assert seeds_only.df == pytest.approx(3)
     wild = crossed([0.9, -0.9, 0.95], np.zeros(10))
     assert -1.0 <= wild.low and wild.high <= 1.0
 
@@ -456,8 +463,9 @@ def test_a_percentage_interval_stays_inside_its_bounds_and_a_wide_spread_shows_e
 
 
 def test_a_cell_answering_one_class_is_flagged_and_never_ranked(tmp_path):
-    """A candidate answering one class on more than 95 % of a balanced set is at chance there,
-    whatever its accuracy: the cell says so and the row is not ranked on that column."""
+    """A candidate answering one class on a balanced set is at chance there, whatever its
+    accuracy: the cell says so (a partial collapse, its extreme) and the row is not ranked on
+    that column."""
     from bench.store.records import write_predictions
 
     recs = []
@@ -472,9 +480,10 @@ def test_a_cell_answering_one_class_is_flagged_and_never_ranked(tmp_path):
             recs.append(r)
     md = build(recs)
     row = next(ln for ln in md.splitlines() if ln.startswith("| ") and "stuck (ce)" in ln)  # the main table
-    assert "⚠ one class (seed 0, 1, 2)" in row and row.split("|")[1].strip() == "—"
+    assert "⚠ partial collapse (s0 class 1: 0.0 %; s1 class 1: 0.0 %; s2 class 1: 0.0 %)" in row
+    assert row.split("|")[1].strip() == "—"
     ref = next(ln for ln in md.splitlines() if ln.startswith("| ") and "| finetune (ce)" in ln)
-    assert "one class" not in ref and ref.split("|")[1].strip() == "1 (ref)"
+    assert "collapse" not in ref and ref.split("|")[1].strip() == "1 (ref)"
 
 
 def test_tests_that_cannot_mark_a_row_stay_out_of_the_holm_family(tmp_path):

@@ -33,6 +33,18 @@ def test_the_committed_site_is_what_the_records_give(tmp_path):
     assert stale == [], f"docs/site/ is out of date ({stale[:3]}): python -m bench publish"
 
 
+@pytest.mark.parametrize("study", [s for s in STUDIES if (s / "LEADERBOARD.md").is_file()], ids=lambda s: s.name)
+def test_the_site_shows_the_leaderboards_rank_groups(study):
+    """The rank groups ("1", "2-4", "3 ▲ (ref)") of a study's Markdown tables are its site page's."""
+    import html
+
+    ranks = [cells[0] for line in (study / "LEADERBOARD.md").read_text().splitlines()
+             if line.startswith("| ") and (cells := [c.strip() for c in line.strip("|").split("|")])[0][:1].isdigit()]
+    page = (COMMITTED / study.name / "index.html").read_text()
+    shown = re.findall(r'<tr data-method=[^>]*><td data-v="[^"]*">([^<]*)</td>', page)
+    assert sorted(html.unescape(r) for r in shown if r[:1].isdigit()) == sorted(ranks)
+
+
 def test_nothing_in_the_site_points_outside_it():
     """No script, style sheet, image or link names another host: the pages work offline."""
     for page in [*COMMITTED.rglob("*.html"), *COMMITTED.rglob("*.js"), *COMMITTED.rglob("*.css")]:

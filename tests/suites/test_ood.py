@@ -115,14 +115,15 @@ def _write_eval(tmp_path, name: str, text: str):
 def test_a_users_own_evaluation_file_becomes_a_leaderboard_column(tmp_path, tiny_bert, capsys):
     """No code, one suite parameter; labels by name (any case) or index, groups
     scored per group x label, the column declared for the leaderboard, F_bias against the
-    reference on the same file."""
+    reference on the same file; a ``cluster`` column is kept beside the records, where the paired
+    tests find it (``bench.store.clusters``)."""
     import json
 
     from bench.cli import main
     from bench.store.records import load_records
 
     lines = [{"premise": f"the cat {i} sat", "hypothesis": "the cat sat" if i % 2 else "a dog ran", "label":
-              ["Entailment", "2", "neutral"][i % 3], "group": ["g1", "g2"][i % 2]} for i in range(12)]
+              ["Entailment", "2", "neutral"][i % 3], "group": ["g1", "g2"][i % 2], "cluster": f"t{i // 4}"} for i in range(12)]
     path = _write_eval(tmp_path, "my-hard.split.jsonl", "".join(json.dumps(x) + "\n" for x in lines))
     out = tmp_path / "out"
     argv = ["run", "--method", "finetune", "--suite", "ood", "--backbone", str(tiny_bert), "--max-examples", "40",
@@ -134,6 +135,10 @@ def test_a_users_own_evaluation_file_becomes_a_leaderboard_column(tmp_path, tiny
     assert any(c["key"] == "ood/my_hard_split" and c["table"] == "main" for c in rec.columns)
     header = next(ln for ln in (out / "LEADERBOARD.md").read_text().splitlines() if ln.startswith("| rank"))
     assert "| my_hard_split " in header and "F_bias my_hard_split" in header
+    from bench.store import clusters
+
+    (kept,) = clusters.read(out)
+    assert kept.set == "my_hard_split" and kept.of == {f"my_hard_split-{i + 1}": f"t{i // 4}" for i in range(12)}
     first = rec.run_id
     _write_eval(tmp_path, "my-hard.split.jsonl", "".join(json.dumps({**x, "label": "neutral"}) + "\n" for x in lines))
     assert main(argv) == 0  # other contents under the same path: another run, not the cached record

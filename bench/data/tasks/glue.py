@@ -40,7 +40,8 @@ HANS_ID = "hans"
 
 
 def load_hans(data_dir: Path | None) -> EvalSet:
-    """HANS evaluation set, 3-way predictions collapsed to entailment / non-entailment.
+    """HANS evaluation set, 3-way predictions collapsed to entailment / non-entailment; each
+    pair's cluster is the template it was generated from (``read_hans``).
 
     Only the file's presence is checked here; it is read when the set is first evaluated."""
     path = find_file(
@@ -53,13 +54,31 @@ def load_hans(data_dir: Path | None) -> EvalSet:
         examples = read_hans(path, {"entailment": 0, "non-entailment": 1})
         return examples, local_source([path], f"HANS evaluation set ({len(examples)} pairs)")
 
+    by = (HANS_BY_SUBCASE if path.suffix == ".jsonl" else
+          "template: the official file's subcase and template columns (McCoy et al. 2019, section 4)")
     return EvalSet(name=HANS_ID, labels=("entailment", "non-entailment"), collapse=(0, 1, 1),
-                   metric="accuracy", pool=HANS_ID, loader=read)
+                   metric="accuracy", pool=HANS_ID, loader=read, clusters=by)
+
+
+HANS_BY_SUBCASE = ("subcase: the public copy's subcase_predicted (30 subcases of 1,000 pairs; it lost the "
+                   "official file's template column, so pairs of one subcase's several templates count as one cluster)")
 
 
 def read_hans(path: Path, label_map: dict[str, int]) -> list[Example]:
-    return to_examples(read_rows(path), path, ("sentence1",), ("sentence2",), ("gold_label",), label_map,
-                       group=("heuristic",))
+    """HANS pairs, grouped by heuristic, each clustered by its template where the file has the
+    official ``template`` column, else by its subcase (the public jsonl copy's
+    ``subcase_predicted``): the 1,000 pairs of a subcase come from a handful of templates and are
+    answered alike (``bench.store.clusters``)."""
+    rows = read_rows(path)
+    examples = to_examples(rows, path, ("sentence1",), ("sentence2",), ("gold_label",), label_map,
+                           group=("heuristic",))
+
+    def cluster(row: dict) -> str:
+        if row.get("template") and row.get("subcase"):
+            return f"{row['subcase']}/{row['template']}"
+        return str(row.get("subcase") or row.get("subcase_predicted") or "")
+
+    return [replace(e, cluster=cluster(row)) for e, row in zip(examples, rows, strict=True)]
 
 
 # HANS labels in MNLI's label space for the OOD-information setting: a non-entailed HANS
