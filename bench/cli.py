@@ -244,7 +244,7 @@ def cmd_migrate(a: argparse.Namespace) -> None:
         rewritten, current = migrate(out, __version__)
         written, problems = add_clusters(out)
         print(f"{out}: {rewritten} records rewritten, {current} already current"
-              + (f"; clusters written: {', '.join(p.name for p in written)}" if written else ""))
+              + (f"; clusters kept: {', '.join(p.name for p in written)}" if written else ""))
         for line in problems:
             print(f"bench: warning: clusters not checked for {line}", file=sys.stderr)
 

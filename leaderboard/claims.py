@@ -40,7 +40,8 @@ from leaderboard.claims_file import PLAN, Claim, Registered, load_claims, needed
 from leaderboard.evidence import checked_records
 from leaderboard.pairing import Pairing, metric_value, paired
 from leaderboard.sections import SHARE, Candidate, sections
-from leaderboard.stats import MIN_SEEDS_FOR_INTERVAL, Crossed, bootstrap, crossed, fmt
+from leaderboard.stats import MIN_SEEDS_FOR_INTERVAL, Components, Crossed, bootstrap, crossed, fmt
+from leaderboard.stats import mde as detectable
 
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
 SEEDS_FOR_A_FINDING = 5  # fewer (from 3) give a preliminary verdict
@@ -48,7 +49,8 @@ SEEDS_FOR_A_FINDING = 5  # fewer (from 3) give a preliminary verdict
 # The rule: (row, verdict, when). The first row that applies gives the verdict; docs/claims.md
 # prints this table and a test checks each row.
 RULE = (
-    (1, "not tested", "a side has no records, the metric is missing, or no per-example predictions pair"),
+    (1, "not tested", "a side has no records, the metric is missing, no per-example predictions pair, or the "
+     "examples' clusters leave their variance no degree of freedom"),
     (2, "inconclusive", "fewer than 3 paired seeds"),
     (3, "not testable at this scale", "a side is at chance, did not learn its task, or has collapsed or partly "
      "collapsed on the claim's set, on a paired seed"),
@@ -59,9 +61,10 @@ RULE = (
     (6, "opposite", "the interval lies beyond zero against the paper; `comparable`: wholly outside ± the margin"),
     (7, "against the paper, not significant", "the interval includes zero and the mean is against the paper "
      "(not for `comparable`)"),
-    (8, "underpowered", "the interval includes zero (`comparable`: straddles a bound of ± the margin) and the "
-     "registered design's minimum detectable effect is above what it must detect (the paper's effect; "
-     "`comparable`: the margin)"),
+    (8, "underpowered", "the interval includes zero and what the claim must detect (the paper's effect, else its "
+     "smallest effect; `comparable`: it straddles a bound of ± the margin), and the minimum detectable effect of "
+     "the design as run (plan.json's, at the seeds and examples run) is above that, which is above 0; `post hoc` "
+     "where the plan was made from the claim's own records"),
     (9, "varies by seed", "the interval includes zero and the per-seed differences disagree in sign "
      "(not for `comparable`)"),
     (10, "not reached", "the interval includes zero and the per-seed differences agree (or are all zero); "
@@ -81,6 +84,7 @@ class Result:
     problem: str = ""  # why it was not tested
     untestable: str = ""  # why it cannot be tested at this scale
     plan: Registered | None = None  # its registered design (plan.json), None where none
+    rows: tuple[str, ...] = ()  # the sets whose examples it pairs
 
     @property
     def paper_way(self) -> int:
@@ -91,9 +95,50 @@ class Result:
         return sum(d * _sign(c) > 0 for d in self.seed_deltas)
 
     @property
+    def stale(self) -> str:
+        """Why the registered plan no longer describes this claim ("" when it does): its level or
+        its target changed since it was planned."""
+        p, c = self.plan, self.claim
+        if p is None:
+            return ""
+        if abs(p.level - c.level) > 1e-9 or abs(p.target - c.target) > 1e-9:
+            return (f"plan.json is stale (planned at level {100 * p.level:.4g} % for {100 * p.target:.1f} pts; the claim "
+                    f"now asks {100 * c.level:.4g} % and {100 * c.target:.1f}): bench plan again")
+        return ""
+
+    @property
+    def mde(self) -> float | None:
+        """The minimum detectable effect of the design as run: the registered MDE, or where the
+        seeds or examples run differ from the registered ones, the MDE of those from the plan's
+        variance components; None without a (current) plan."""
+        p = self.plan
+        if p is None or p.mde is None or self.stale or self.pairing is None:
+            return None
+        k, n = len(self.seeds), len(self.pairing.example_deltas)
+        if (k, n) == (p.seeds, p.examples) or not p.pilot:
+            return p.mde
+        return detectable(Components(**p.pilot), k, n, self.claim.level, equivalence=self.claim.direction == "comparable")
+
+    @property
     def underpowered(self) -> bool:
-        """The registered design cannot detect what the claim must (row 8's second half)."""
-        return self.plan is not None and self.plan.mde is not None and self.plan.mde > self.claim.target
+        """Row 8's second half: the design as run cannot detect what the claim must (a target of 0
+        cannot be detected by any design, and is not called underpowered), and for a directional
+        claim the interval still holds that target (where it excludes it, the data have ruled the
+        paper's size out, and rows 9 and 10 say so)."""
+        c, t, m = self.claim, self.test, self.mde
+        if m is None or t is None or c.target <= 0 or m <= c.target:
+            return False
+        return c.direction == "comparable" or min(t.low * _sign(c), t.high * _sign(c)) <= c.target <= max(
+            t.low * _sign(c), t.high * _sign(c))
+
+    @property
+    def exaggerated(self) -> bool:
+        """A significant difference from a design whose MDE is above the paper's effect: likely
+        larger than the truth if the paper's is (a type M error, Gelman and Carlin 2014), so its
+        size is flagged. Without a published effect on the metric there is no plausible size to
+        measure the exaggeration against."""
+        return (self.row in (4, 5, 6) and self.claim.effect is not None and self.mde is not None
+                and self.mde > self.claim.target)
 
     @property
     def row(self) -> int:
@@ -133,7 +178,7 @@ class Result:
             k = len(self.seeds)
             return f"inconclusive ({k} seed{'s' * (k != 1)})"
         if row == 8:
-            return f"underpowered (MDE {100 * self.plan.mde:.1f} pts)"
+            return f"underpowered ({'post hoc ' if self.plan.post_hoc else ''}MDE {100 * self.mde:.1f} pts)"
         return RULE[row - 1][1]
 
 
@@ -181,7 +226,7 @@ def _measure(claim: Claim, sec, cand: Candidate | None, ref: Candidate | None, p
         raise BenchError(f"claim '{claim.claim}': {claim.metric} is not an accuracy over named examples (kind "
                          f"{column.kind}, sets {list(column.rows) or 'none'}); a claims table pairs per-example "
                          "outcomes, so claim an accuracy (with `set` for a mean of cells)")
-    rows = (claim.set,) if claim.set else tuple(column.rows)
+    rows = res.rows = (claim.set,) if claim.set else tuple(column.rows)
     seeds = [s for s in sorted(set(cand.seeds) & set(ref.seeds))
              if metric_value(cand, s, claim.metric) is not None and metric_value(ref, s, claim.metric) is not None]
     res.pairing = paired(cand, ref, claim.metric, rows, seeds, claim.gold, claim.ratio)
@@ -191,7 +236,10 @@ def _measure(claim: Claim, sec, cand: Candidate | None, ref: Candidate | None, p
     res.seeds = res.pairing.seeds  # the test, and the seed counts, on the seeds with paired examples
     res.seed_deltas = [metric_value(cand, s, claim.metric) - claim.ratio * metric_value(ref, s, claim.metric)
                        for s in res.seeds]
-    res.test = crossed(res.seed_deltas, res.pairing.example_deltas, claim.level, clusters=res.pairing.clusters)
+    res.test = crossed(res.seed_deltas, res.pairing.example_deltas, claim.level, clusters=res.pairing.clusters,
+                       strata=res.pairing.strata)
+    if res.test is None and len(res.seeds) > 1:
+        res.problem = "the examples' clusters leave the example variance no degree of freedom"
     res.untestable = _untestable(claim, cand, ref, rows, res.seeds)
     return res
 
@@ -228,7 +276,8 @@ def _difference(r: Result) -> str:
     if r.problem or r.test is None or len(r.seeds) < MIN_SEEDS_FOR_INTERVAL:  # an interval needs 3 seeds
         return "–" if r.problem else f"{', '.join(_pts(d) for d in r.seed_deltas)} pts (per seed, no interval below 3 seeds)"
     t, n = r.test, len(r.pairing.example_deltas)
-    units = f"{n:,} examples" + (f" in {t.clusters:,} clusters" if t.clusters < n else "")
+    units = f"{n:,} examples" + (f" in {t.clusters:,} clusters" if t.clusters < n else "") + (
+        f" of {t.strata} strata" if t.strata > 1 else "")
     return (f"{_pts(t.mean)} [{_pts(t.low)}, {_pts(t.high)}] pts ({_level(r.claim)} interval, t with {t.df:.1f} df; "
             f"{len(r.seeds)} seeds, {units}); per seed {' / '.join(_pts(d) for d in r.seed_deltas)}")
 
@@ -240,6 +289,8 @@ def _design(r: Result) -> str:
             f"paper {100 * c.target:.1f}" if c.effect is not None else f"smallest effect {100 * c.target:.1f}")
     if p is None:
         return f"no plan registered (must detect: {must})"
+    if r.stale:
+        return r.stale
     if p.mde is None:
         return f"MDE unknown: {p.why} (must detect: {must})"
     text = (f"MDE {100 * p.mde:.1f} pts at {p.seeds} seeds, {p.examples:,} examples"
@@ -261,6 +312,9 @@ def _verdict_cell(r: Result) -> str:
         parts.append(f"preliminary ({k} seeds)")
     if r.claim.family is None:
         parts.append("exploratory")
+    if r.exaggerated:
+        parts.append(f"from a design underpowered for it ({'post hoc ' if r.plan.post_hoc else ''}MDE "
+                     f"{100 * r.mde:.1f} pts): its size is likely exaggerated (type M)")
     if r.untestable:
         parts.append(r.untestable)
     return "; ".join(parts)
@@ -317,7 +371,7 @@ def bootstrap_check(results: list[Result], resamples: int = 4000) -> str:
             lines.append(f"| {r.claim.id} | – | – | – |")
             continue
         t = r.test
-        b = bootstrap(r.pairing.matrix, r.pairing.clusters, r.claim.level, resamples)
+        b = bootstrap(r.pairing.matrix, r.pairing.clusters, r.claim.level, resamples, strata=r.pairing.strata)
         lines.append(f"| {r.claim.id} | {_pts(t.mean)} [{_pts(t.low)}, {_pts(t.high)}] ({t.df:.1f} df) | "
                      f"{_pts(b.mean)} [{_pts(b.low)}, {_pts(b.high)}] | {100 * t.se:.2f}, {100 * b.se:.2f} |")
     return "\n".join(lines)

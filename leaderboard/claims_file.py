@@ -34,6 +34,7 @@ Example (``results/quickstart/claims.toml``)::
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -235,6 +236,7 @@ class Registered:
     seeds_needed: int | None = None
     examples_needed: int | None = None
     pilot: dict | None = None  # the pilot's variance components (leaderboard.stats.Components)
+    available: int | None = None  # the examples the set holds (an attack: the test split it samples from)
 
 
 def read_plan(path: Path) -> dict[str, Registered]:
@@ -250,9 +252,14 @@ def read_plan(path: Path) -> dict[str, Registered]:
         for cid, d in raw["claims"].items():
             reg = Registered(**d)
             numbers = [reg.level, reg.target, *(x for x in (reg.mde,) if x is not None)]
-            if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in numbers) or \
-                    not all(isinstance(x, int) and not isinstance(x, bool) for x in (reg.seeds, reg.examples, reg.clusters)):
-                raise TypeError(f"claim {cid}: a number is not a number")
+            counts = [reg.seeds, reg.examples, reg.clusters, *(x for x in (reg.seeds_needed, reg.examples_needed,
+                                                                          reg.available) if x is not None)]
+            if not all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
+                       for x in numbers) or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in counts):
+                raise TypeError(f"claim {cid}: a number that is not a finite non-negative number")
+            if not isinstance(reg.post_hoc, bool) or not isinstance(reg.why, str) or \
+                    not (reg.pilot is None or isinstance(reg.pilot, dict)):
+                raise TypeError(f"claim {cid}: post_hoc, why or pilot of the wrong type")
             out[str(cid)] = reg
         return out
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
@@ -260,11 +267,14 @@ def read_plan(path: Path) -> dict[str, Registered]:
 
 
 def needed(p: Registered) -> str:
-    """The design that would reach the target, in words."""
+    """The design that would reach the target, in words (saying where it needs more examples
+    than the set holds)."""
+    beyond = (f", beyond the {p.available:,} the set holds" if p.examples_needed and p.available
+              and p.examples_needed > p.available else "")
     if p.seeds_needed and p.examples_needed:
-        return f"{p.seeds_needed} seeds and {p.examples_needed:,} examples"
+        return f"{p.seeds_needed} seeds and {p.examples_needed:,} examples{beyond}"
     if p.seeds_needed:
         return f"{p.seeds_needed} seeds ({p.examples:,} examples)"
     if p.examples_needed:
-        return f"{p.examples_needed:,} examples ({p.seeds} seeds)"
+        return f"{p.examples_needed:,} examples ({p.seeds} seeds{beyond})"
     return f"none: no design of up to {MAX_SEEDS} seeds and {MAX_EXAMPLES:,} examples reaches it"

@@ -53,24 +53,29 @@ class SetOutcomes:
     answer_counts: tuple[tuple[int, int], ...] = ()  # (class, examples): the model's answers before any attack
     cluster: np.ndarray | None = None  # each example's cluster, an index into ``clusters``; None: none declared
     clusters: tuple[str, ...] = ()
+    # each clustered example's stratum: its (group, gold label) cell, where every cluster lies in one
+    # (HANS: heuristic x label, the cells the set fixes by design); None: no strata
+    stratum: np.ndarray | None = None
 
     def only(self, golds: tuple) -> SetOutcomes:
+        """The examples of these gold labels; the class counts stay the whole set's (a collapse is
+        judged on the set)."""
         keep = np.isin(self.gold, list(golds))
-        group = None if self.group is None else self.group[keep]
-        cluster = None if self.cluster is None else self.cluster[keep]
-        return replace(self, uids=self.uids[keep], right=self.right[keep], gold=self.gold[keep], group=group,
-                       cluster=cluster)
+        cut = {k: v[keep] for k, v in (("group", self.group), ("cluster", self.cluster), ("stratum", self.stratum))
+               if v is not None}
+        return replace(self, uids=self.uids[keep], right=self.right[keep], gold=self.gold[keep], **cut)
 
     def collapse(self, rule: CollapseRule = COLLAPSE) -> Collapse | None:
         """How the model's answers on this set partly collapsed (``bench.metrics.CollapseRule``)."""
         return rule(dict(self.gold_counts), dict(self.answer_counts))
 
-    def clusters_of(self, uids: np.ndarray) -> np.ndarray | None:
-        """The clusters of these example ids (which the set holds), as codes into ``clusters``;
-        None where it declares none."""
+    def clusters_of(self, uids: np.ndarray) -> tuple[np.ndarray, np.ndarray | None] | None:
+        """The clusters of these example ids (which the set holds), as codes into ``clusters``,
+        and their strata; None where the set declares no clusters."""
         if self.cluster is None:
             return None
-        return self.cluster if uids is self.uids else self.cluster[np.searchsorted(self.uids, uids)]
+        at = slice(None) if uids is self.uids else np.searchsorted(self.uids, uids)
+        return self.cluster[at], None if self.stratum is None else self.stratum[at]
 
     def errors_by_group(self) -> dict[tuple[str, object], tuple[int, int]]:
         """(group, gold label) -> (examples, wrong answers), over the examples that have a group."""
@@ -161,7 +166,18 @@ def _arrays(rows: dict[str, tuple], clusters: Clusters | None = None) -> SetOutc
             raise BenchError(f"the clusters of set {clusters.set} ({clusters.by}) do not name example {missing[0]}")
         cluster = np.fromiter((at[clusters.of[u]] for u in rows), np.int32, len(rows))[order]
     return SetOutcomes(uids[order], right[order], gold[order], group[order], tuple(names), _classes(golds),
-                       _classes(answers), cluster, kinds)
+                       _classes(answers), cluster, kinds, _strata(cluster, group[order], gold[order]))
+
+
+def _strata(cluster: np.ndarray | None, group: np.ndarray, gold: np.ndarray) -> np.ndarray | None:
+    """Each clustered example's (group, gold label) cell, where every cluster lies in one cell
+    and there are several; else None."""
+    if cluster is None:
+        return None
+    label = np.fromiter((g if type(g) is int else -1 for g in gold), np.int64, len(gold))
+    cell = np.unique(np.stack([group.astype(np.int64), label]), axis=1, return_inverse=True)[1].ravel()
+    per_cluster = np.unique(np.stack([cluster.astype(np.int64), cell]), axis=1).shape[1]
+    return cell if per_cluster == len(np.unique(cluster)) and cell.max() > 0 else None
 
 
 def _classes(counts: Counter) -> tuple[tuple[int, int], ...]:

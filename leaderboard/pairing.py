@@ -72,7 +72,8 @@ def test(cand: Candidate, ref: Candidate, col: Column) -> Test | None:
     deltas = [mine_v - ref_v for s in pairing.seeds  # the seeds behind the pairs
               if (mine_v := metric_value(cand, s, col.key)) is not None
               and (ref_v := metric_value(ref, s, col.key)) is not None]
-    return Test(cand, col, ref, pairing, deltas, crossed(deltas, pairing.example_deltas, clusters=pairing.clusters))
+    return Test(cand, col, ref, pairing, deltas,
+                crossed(deltas, pairing.example_deltas, clusters=pairing.clusters, strata=pairing.strata))
 
 
 def _holm(tests: list[Test]) -> list[Test]:
@@ -123,6 +124,7 @@ class Pairing:
     example_deltas: np.ndarray
     clusters: np.ndarray | None = None  # each example's cluster; None: every example its own
     matrix: np.ndarray | None = None  # seeds x examples, where every seed has the same examples
+    strata: np.ndarray | None = None  # each example's stratum (the cell its cluster lies in); None: none
 
     @property
     def delta(self) -> float:
@@ -134,9 +136,11 @@ def paired(cand: Candidate, ref: Candidate, key: str, rows: tuple[str, ...], see
     """Every seed's examples of ``rows`` that both candidates' records of ``key`` hold (those
     with gold label in ``golds``, if given); each example's difference is the candidate's
     outcome less ``ratio`` times the reference's. An example's cluster is the one its set
-    declares (``bench.store.clusters``: HANS's templates), else its id: the rows of several
-    sets that share an id (one source example under several attacks) are one unit."""
-    per_seed: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []  # (ids, candidate minus reference, clusters)
+    declares (``bench.store.clusters``: HANS's templates), within the (group, gold label) cell it
+    lies in, else its id: the rows of several sets that share an id (one source example under
+    several attacks, one claim in two FEVER versions) are one unit. Both sides read the same data
+    file, so their clusters are the same; the candidate's are used."""
+    per_seed: list[tuple] = []  # (ids, candidate minus reference, clusters, strata)
     with_pairs = []
     n = b = c = 0
     names = tuple(dict.fromkeys(rows))  # a set named twice is still one set
@@ -145,7 +149,7 @@ def paired(cand: Candidate, ref: Candidate, key: str, rows: tuple[str, ...], see
         if mine is None or base is None:
             continue
         mine, base = outcomes_of(mine), outcomes_of(base)
-        ids, diffs, units = [], [], []
+        ids, diffs, units, cells = [], [], [], []
         for name in names:
             if name in mine and name in base:
                 a, r = (mine[name].only(golds), base[name].only(golds)) if golds else (mine[name], base[name])
@@ -156,32 +160,38 @@ def paired(cand: Candidate, ref: Candidate, key: str, rows: tuple[str, ...], see
                 declared = a.clusters_of(uids)
                 if declared is None:
                     units.append(uids)  # an example is its own cluster, or one with its namesakes of other sets
-                else:
-                    units.append(declared if len(names) == 1 else np.char.add(f"{name}\x00", declared.astype(str)))
+                    cells.append(None)
+                elif len(names) == 1:
+                    units.append(declared[0])
+                    cells.append(declared[1])
+                else:  # pooled sets: clusters named by their set, strata left out (conservative)
+                    units.append(np.char.add(f"{name}\x00", declared[0].astype(str)))
+                    cells.append(None)
         if ids and sum(map(len, ids)):
             with_pairs.append(s)
             clustered = len(names) > 1 or any(u is not i for u, i in zip(units, ids, strict=True))
-            per_seed.append((np.concatenate(ids), np.concatenate(diffs), np.concatenate(units) if clustered else None))
+            stratified = len(names) == 1 and cells[0] is not None
+            per_seed.append((np.concatenate(ids), np.concatenate(diffs), np.concatenate(units) if clustered else None,
+                             cells[0] if stratified else None))
     return Pairing(n, b, c, with_pairs, *_by_example(per_seed))
 
 
-def _by_example(per_seed: list) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-    """Each example's difference averaged over the seeds that paired it, its cluster, and the
-    seeds x examples matrix where every seed paired the same examples."""
+def _by_example(per_seed: list) -> tuple:
+    """Each example's difference averaged over the seeds that paired it, its cluster, the seeds
+    x examples matrix where every seed paired the same examples, and each example's stratum."""
     if not per_seed:
-        return np.zeros(0), None, None
+        return np.zeros(0), None, None, None
     first = per_seed[0][0]
-    if all(np.array_equal(ids, first) for ids, _, _ in per_seed):  # the usual case: every seed on the same examples
-        matrix = np.stack([d for _, d, _ in per_seed]).astype(float)
-        return matrix.mean(axis=0), per_seed[0][2], matrix
-    ids = np.concatenate([i for i, _, _ in per_seed])
-    diffs = np.concatenate([d for _, d, _ in per_seed]).astype(float)
-    uniq, first_at, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    if all(np.array_equal(ids, first) for ids, _, _, _ in per_seed):  # the usual case: every seed on the same examples
+        matrix = np.stack([d for _, d, _, _ in per_seed]).astype(float)
+        return matrix.mean(axis=0), per_seed[0][2], matrix, per_seed[0][3]
+    ids = np.concatenate([i for i, _, _, _ in per_seed])
+    diffs = np.concatenate([d for _, d, _, _ in per_seed]).astype(float)
+    _, first_at, inverse = np.unique(ids, return_index=True, return_inverse=True)
     means = np.bincount(inverse, weights=diffs) / np.bincount(inverse)
-    units = None
-    if per_seed[0][2] is not None:
-        units = np.concatenate([u for _, _, u in per_seed])[first_at]
-    return means, units, None
+    units = None if any(u is None for _, _, u, _ in per_seed) else np.concatenate([u for _, _, u, _ in per_seed])[first_at]
+    cells = None if any(c is None for _, _, _, c in per_seed) else np.concatenate([c for _, _, _, c in per_seed])[first_at]
+    return means, units, None, cells
 
 
 def metric_value(c: Candidate, seed: int, key: str) -> float | None:

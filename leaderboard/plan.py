@@ -59,14 +59,26 @@ def design(claim: Claim, pilot: list, own: list) -> Registered:
         return Registered(k, n, 0, claim.level, claim.target, None,
                           "pilot: one seed, no spread between training runs to plan from", post_hoc)
     matrix = res.pairing.matrix if res.pairing.matrix is not None else res.pairing.example_deltas[None, :]
-    comp = components(matrix, res.seed_deltas, res.pairing.clusters)
+    comp = components(matrix, res.seed_deltas, res.pairing.clusters, res.pairing.strata)
     eq = claim.direction == "comparable"
     g = max(2, round(n * comp.clusters / max(comp.examples, 1)))
     found = mde(comp, k, n, claim.level, equivalence=eq)
     seeds_needed, examples_needed = _needed(comp, k, n, claim, eq)
     return Registered(k, int(n), int(g), claim.level, claim.target, _round(found), "", post_hoc,
                       seeds_needed, examples_needed,
-                      {key: _round(v) if isinstance(v, float) else v for key, v in asdict(comp).items()})
+                      {key: _round(v) if isinstance(v, float) else v for key, v in asdict(comp).items()},
+                      _available(res))
+
+
+def _available(res) -> int | None:
+    """How many examples the claim's set holds, as its records say (``details.sizes``; an attack
+    samples the test split, so its sets hold what that split holds)."""
+    rec = res.cand.record(res.seeds[0], res.claim.metric) if res.cand and res.seeds else None
+    if rec is None:
+        return None
+    sizes = rec.details.get("sizes", {})
+    found = [sizes.get(r, sizes.get("test") if "attacked" in sizes else None) for r in res.rows]
+    return int(sum(found)) if found and all(isinstance(x, int) for x in found) else None
 
 
 def _round(x: float) -> float:

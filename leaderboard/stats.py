@@ -99,33 +99,63 @@ class Crossed:
     example_var: float = 0.0  # the examples' sampling: cluster-robust variance of the mean
     seeds: int = 0
     clusters: int = 0  # the independent units of the example component (examples, or their clusters)
+    strata: int = 1  # the fixed cells the clusters were drawn within (HANS: heuristic x label)
 
 
-def example_variance(deltas: np.ndarray, clusters: np.ndarray | None = None) -> tuple[float, int]:
-    """The variance of the mean of ``deltas`` and its independent units G: the cluster-robust
-    (sandwich) estimate G / (G - 1) * sum_g (sum_{i in g} (d_i - mean))^2 / n^2 (Liang and Zeger
-    1986; Cameron and Miller 2015, eq. 11 with the G / (G - 1) correction). With every example its
-    own cluster it is the usual s^2 / n. Examples built from one template move together, so
-    counting them as independent understates the variance by up to the cluster size."""
+@dataclass(frozen=True)
+class ExampleVariance:
+    """The examples' part of a mean difference's variance: its value, the independent units G it
+    rests on (examples, or clusters), the strata H they were drawn within, and its degrees of
+    freedom G - H."""
+
+    var: float
+    units: int
+    strata: int = 1
+
+    @property
+    def df(self) -> int:
+        return self.units - self.strata
+
+
+def example_variance(deltas: np.ndarray, clusters: np.ndarray | None = None,
+                     strata: np.ndarray | None = None) -> ExampleVariance:
+    """The variance of the mean of ``deltas``: the cluster-robust (sandwich) estimate, with the
+    clusters centred within their strata, sum_h G_h / (G_h - 1) sum_{g in h} (sum_{i in g}
+    (d_i - mean_h))^2 / n^2 (Liang and Zeger 1986; Cameron and Miller 2015, eq. 11, with the
+    stratified design's G_h / (G_h - 1), as Stata's svy: Cochran 1977, section 11.3), on G - H
+    degrees of freedom. With every example its own cluster and no strata it is the usual
+    s^2 / n on n - 1. Examples built from one template move together, so counting them as
+    independent understates the variance by up to the cluster size; the strata are cells the
+    set fixes by design (HANS's heuristic x label), whose difference is the designed contrast,
+    not sampling noise. A stratum with one cluster cannot be measured: then none is used."""
     d = np.asarray(deltas, dtype=float)
     n = len(d)
     if n < 2:
-        return 0.0, n
-    r = d - d.mean()
+        return ExampleVariance(0.0, n, min(n, 1))
     if clusters is None:
-        return float(r.var(ddof=1)) / n, n
+        return ExampleVariance(float(d.var(ddof=1)) / n, n)
     _, codes = np.unique(clusters, return_inverse=True)
-    totals = np.bincount(codes, weights=r)
-    g = len(totals)
-    if g < 2:
-        return 0.0, g
-    return float(g / (g - 1) * np.sum(totals ** 2) / n ** 2), g
+    g = int(codes.max()) + 1
+    layer = np.zeros(n, dtype=np.int64) if strata is None else np.unique(strata, return_inverse=True)[1]
+    of_cluster = np.zeros(g, dtype=np.int64)
+    of_cluster[codes] = layer
+    h = int(layer.max()) + 1
+    per = np.bincount(of_cluster, minlength=h)
+    if h > 1 and (per.min() < 2 or np.any(np.bincount(codes, weights=layer) != np.bincount(codes) * of_cluster)):
+        return example_variance(d, clusters)  # a stratum of one cluster, or a cluster across strata: unstratified
+    centred = d - (np.bincount(layer, weights=d) / np.bincount(layer))[layer]
+    totals = np.bincount(codes, weights=centred)
+    if g - h < 1:
+        return ExampleVariance(math.nan, g, h)
+    scale = (per / (per - 1))[of_cluster]
+    return ExampleVariance(float(np.sum(scale * totals ** 2) / n ** 2), g, h)
 
 
 def satterthwaite(parts: list[tuple[float, float]]) -> float:
     """The Welch-Satterthwaite degrees of freedom of a sum of independent variance estimates,
     each (variance, its degrees of freedom): (sum v)^2 / sum (v^2 / df) (Satterthwaite 1946,
-    eq. 1). A part with no variance adds nothing; all zero: the largest df."""
+    eq. 1), at least the smallest df of a part with variance and at most their sum. A part with
+    no variance adds nothing; all zero: the largest df."""
     used = [(v, df) for v, df in parts if v > 0 and df > 0]
     if not used:
         return float(max((df for _, df in parts), default=1))
@@ -133,28 +163,34 @@ def satterthwaite(parts: list[tuple[float, float]]) -> float:
 
 
 def crossed(seed_deltas: list[float], example_deltas: np.ndarray, level: float = 0.95,
-            bounds: tuple[float, float] = (-1.0, 1.0), clusters: np.ndarray | None = None) -> Crossed | None:
+            bounds: tuple[float, float] = (-1.0, 1.0), clusters: np.ndarray | None = None,
+            strata: np.ndarray | None = None) -> Crossed | None:
     """The interval of the mean per-seed difference, for a crossed seeds x examples design.
 
     ``seed_deltas``: the metric's difference (candidate minus reference) on each seed, paired by
     seed. ``example_deltas``: each example's difference in correctness averaged over the seeds
-    that evaluated it; ``clusters``: each example's cluster (None: independent examples). The
-    variance of the grand mean in a two-way random-effects design is s_seed^2 / n_seed +
-    s_example^2 / n_example + s_interaction^2 / (n_seed n_example); the sample variances of the
-    seed means and of the example means estimate it with the interaction counted twice, so the
-    interval is slightly conservative. The two components are kept apart and the interval takes
-    their Welch-Satterthwaite degrees of freedom: between n_seed - 1 (the seeds dominate) and G - 1
-    (the examples do). The interval is clipped to the difference's range ``bounds``. None below
-    2 seeds: one training run has no spread to judge an effect against."""
+    that evaluated it; ``clusters``: each example's cluster (None: independent examples), and
+    ``strata``: the fixed cell each cluster lies in (``example_variance``). The variance of the
+    grand mean in a two-way random-effects design is s_seed^2 / n_seed + s_example^2 / n_example
+    + s_interaction^2 / (n_seed n_example); the sample variances of the seed means and of the
+    example means estimate it with the interaction counted twice, so the interval is slightly
+    conservative. The two components are kept apart and the interval takes their
+    Welch-Satterthwaite degrees of freedom: from the smaller of n_seed - 1 and G - H (one
+    component dominates) to their sum. The interval is clipped to the difference's range
+    ``bounds``. None below 2 seeds (one training run has no spread to judge an effect against),
+    and where the examples' variance cannot be measured (their clusters leave no degree of
+    freedom)."""
     d = np.asarray(seed_deltas, dtype=float)
     n = len(d)
     if n < 2:
         return None
     v_seed = float(d.var(ddof=1)) / n if np.ptp(d) > 1e-9 else 0.0  # equal up to float noise: no seed spread
-    v_ex, g = example_variance(np.asarray(example_deltas, dtype=float), clusters)
-    mean, se = float(d.mean()), math.sqrt(v_seed + v_ex)
-    df = satterthwaite([(v_seed, n - 1), (v_ex, g - 1)])
-    parts = dict(seed_var=v_seed, example_var=v_ex, seeds=n, clusters=g)
+    ex = example_variance(np.asarray(example_deltas, dtype=float), clusters, strata)
+    if math.isnan(ex.var) or (clusters is not None and ex.df < 1):
+        return None
+    mean, se = float(d.mean()), math.sqrt(v_seed + ex.var)
+    df = satterthwaite([(v_seed, n - 1), (ex.var, ex.df)])
+    parts = dict(seed_var=v_seed, example_var=ex.var, seeds=n, clusters=ex.units, strata=ex.strata)
     if se == 0:
         return Crossed(mean, 0.0, df, level, mean, mean, 1.0 if mean == 0 else 0.0, **parts)
     half = float(stats.t.ppf(0.5 + level / 2, df)) * se
@@ -174,26 +210,37 @@ class Bootstrap:
 
 
 def bootstrap(matrix: np.ndarray, clusters: np.ndarray | None = None, level: float = 0.95,
-              resamples: int = 4000, seed: int = 0) -> Bootstrap:
+              resamples: int = 4000, seed: int = 0, strata: np.ndarray | None = None) -> Bootstrap:
     """Seeds and example clusters resampled together (each with replacement, independently: the
-    pigeonhole bootstrap of a crossed design, Owen 2007, section 3), the statistic the grand mean
-    of ``matrix`` (seeds x examples, each example's difference in correctness on each seed). A
-    check of ``crossed`` by another route: its variance has the same expectation, the two main
-    effects plus the interaction counted twice, but it makes no normal or t assumption. With few
-    seeds it is somewhat narrow (resampling 5 values gives (k - 1) / k of their variance)."""
+    pigeonhole bootstrap of a crossed design, Owen 2007, section 3; the clusters within their
+    strata, whose shares stay fixed), the statistic the grand mean of ``matrix`` (seeds x
+    examples, each example's difference in correctness on each seed). A check of ``crossed`` by
+    another route: in expectation its variance is (k - 1) / k of the seeds' component, (G_h - 1)
+    / G_h of each stratum's part of the examples', and the seed x cluster interaction once more
+    (docs/claims.md), with no normal or t assumption."""
     m = np.asarray(matrix, dtype=float)
     k, n = m.shape
     codes = np.arange(n) if clusters is None else np.unique(clusters, return_inverse=True)[1]
     g = int(codes.max()) + 1
     sums = np.stack([np.bincount(codes, weights=row, minlength=g) for row in m])  # seeds x clusters
     sizes = np.bincount(codes, minlength=g).astype(float)
+    layer = np.zeros(g, dtype=np.int64)
+    if strata is not None and clusters is not None:
+        layer[codes] = np.unique(strata, return_inverse=True)[1]
+        if np.bincount(layer).min() < 2:
+            layer[:] = 0
+    cells = [np.flatnonzero(layer == h) for h in range(int(layer.max()) + 1)]
+    shares = [sizes[c].sum() / n for c in cells]
     rng = np.random.default_rng(seed)
     out = np.empty(resamples)
     for start in range(0, resamples, 256):
         b = min(256, resamples - start)
         w = rng.multinomial(k, np.full(k, 1 / k), size=b).astype(float)  # how often each seed is drawn
-        u = rng.multinomial(g, np.full(g, 1 / g), size=b).astype(float)  # and each cluster
-        out[start:start + b] = np.einsum("bk,kg,bg->b", w, sums, u) / (k * (u @ sizes))
+        total = np.zeros(b)
+        for cell, share in zip(cells, shares, strict=True):
+            u = rng.multinomial(len(cell), np.full(len(cell), 1 / len(cell)), size=b).astype(float)  # and each cluster
+            total += share * np.einsum("bk,kg,bg->b", w, sums[:, cell], u) / (k * (u @ sizes[cell]))
+        out[start:start + b] = total
     lo, hi = np.quantile(out, [0.5 - level / 2, 0.5 + level / 2])
     return Bootstrap(float(m.mean()), float(out.std(ddof=1)), float(lo), float(hi), resamples)
 
@@ -208,7 +255,8 @@ class Components:
     their interaction, and the design effect of the set's clusters (the cluster-robust over the
     independent-example variance; 1 where examples are their own clusters). ``crossed``'s two
     components for a design of k seeds and n examples are then s_seed^2 / k and
-    deff (s_example^2 + s_interaction^2 / k) / n."""
+    deff (s_example^2 + s_interaction^2 / k) / n, the examples' on G - H degrees of freedom, the
+    clusters growing with the examples and the strata fixed."""
 
     seed: float
     example: float
@@ -217,17 +265,19 @@ class Components:
     seeds: int  # the pilot's
     examples: int
     clusters: int
+    strata: int = 1
 
     def variances(self, k: int, n: float) -> tuple[float, float, float]:
         """The seed and example components of the mean difference's variance for k seeds and n
-        examples (the clusters growing with the examples), and the degrees of freedom."""
+        examples, and the degrees of freedom of their sum."""
         v_seed = self.seed / k
         v_ex = self.deff * (self.example + self.interaction / k) / n
-        g = max(2.0, n * self.clusters / max(self.examples, 1))
-        return v_seed, v_ex, satterthwaite([(v_seed, k - 1), (v_ex, g - 1)])
+        g = max(self.strata + 1.0, n * self.clusters / max(self.examples, 1))
+        return v_seed, v_ex, satterthwaite([(v_seed, k - 1), (v_ex, g - self.strata)])
 
 
-def components(matrix: np.ndarray, seed_deltas: list[float], clusters: np.ndarray | None = None) -> Components:
+def components(matrix: np.ndarray, seed_deltas: list[float], clusters: np.ndarray | None = None,
+               strata: np.ndarray | None = None) -> Components:
     """A pilot's variance components from its seeds x examples matrix of differences (two-way
     ANOVA method-of-moments estimates, each truncated at zero; Searle, Casella and McCulloch
     1992, section 4.7): the interaction from each seed's variance over examples less that of the
@@ -246,9 +296,9 @@ def components(matrix: np.ndarray, seed_deltas: list[float], clusters: np.ndarra
     else:
         interaction, example = 0.0, s2_means
     naive = s2_means / n if n else 0.0
-    robust, g = example_variance(means, clusters)
-    deff = robust / naive if naive > 0 else 1.0
-    return Components(seed, example, interaction, deff, k, n, g)
+    robust = example_variance(means, clusters, strata)
+    deff = robust.var / naive if naive > 0 and math.isfinite(robust.var) else 1.0
+    return Components(seed, example, interaction, deff, k, n, robust.units, robust.strata)
 
 
 def mde(c: Components, k: int, n: float, level: float, power: float = POWER, equivalence: bool = False) -> float:
@@ -257,7 +307,8 @@ def mde(c: Components, k: int, n: float, level: float, power: float = POWER, equ
     (t_{1 - alpha/2, df} + t_{power, df}) SE (Cohen 1988, section 2.4, with the t quantiles of the
     Satterthwaite df). ``equivalence``: the smallest margin whose interval at ``level`` lies inside
     plus or minus it with that power when the true difference is zero, (t_{1 - alpha/2} +
-    t_{(1 + power)/2}) SE (two one-sided tests, Schuirmann 1987)."""
+    t_{(1 + power)/2}) SE: two one-sided tests at alpha / 2 each, the interval's own reading
+    (Schuirmann 1987 reads a 1 - 2 alpha interval)."""
     v_seed, v_ex, df = c.variances(k, n)
     se = math.sqrt(v_seed + v_ex)
     second = (1 + power) / 2 if equivalence else power

@@ -28,7 +28,7 @@ from functools import cache
 from pathlib import Path
 
 from bench.errors import BenchError
-from bench.store.atomic import write_atomic
+from bench.store.atomic import exclusive, write_atomic
 
 FOLDER = "clusters"
 
@@ -64,6 +64,11 @@ def write(out: Path, set_name: str, examples: Iterable, by: str, data: dict[str,
     if not of:
         return None
     path = Path(out) / FOLDER / _name(set_name, data)
+    with exclusive(path):  # pool workers of capped runs add their examples in turn
+        return _merge(path, of, set_name, by, data)
+
+
+def _merge(path: Path, of: dict[str, str], set_name: str, by: str, data: dict[str, str]) -> Path:
     if path.is_file():
         st = path.stat()
         for uid, c in _read(path.resolve(), (st.st_mtime_ns, st.st_size)).of.items():

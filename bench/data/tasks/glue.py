@@ -54,14 +54,13 @@ def load_hans(data_dir: Path | None) -> EvalSet:
         examples = read_hans(path, {"entailment": 0, "non-entailment": 1})
         return examples, local_source([path], f"HANS evaluation set ({len(examples)} pairs)")
 
-    by = (HANS_BY_SUBCASE if path.suffix == ".jsonl" else
-          "template: the official file's subcase and template columns (McCoy et al. 2019, section 4)")
     return EvalSet(name=HANS_ID, labels=("entailment", "non-entailment"), collapse=(0, 1, 1),
-                   metric="accuracy", pool=HANS_ID, loader=read, clusters=by)
+                   metric="accuracy", pool=HANS_ID, loader=read, clusters=HANS_CLUSTERS)
 
 
-HANS_BY_SUBCASE = ("subcase: the public copy's subcase_predicted (30 subcases of 1,000 pairs; it lost the "
-                   "official file's template column, so pairs of one subcase's several templates count as one cluster)")
+HANS_CLUSTERS = ("HANS's templates (McCoy et al. 2019, section 4): subcase/template where the file has the official "
+                 "template column; else the subcase (the public jsonl copy's subcase_predicted, 30 subcases of 1,000 "
+                 "pairs, which lost the template column: a subcase's templates count as one cluster)")
 
 
 def read_hans(path: Path, label_map: dict[str, int]) -> list[Example]:
