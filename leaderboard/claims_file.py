@@ -235,7 +235,7 @@ class Registered:
     post_hoc: bool = False
     seeds_needed: int | None = None
     examples_needed: int | None = None
-    pilot: dict | None = None  # the pilot's variance components (leaderboard.stats.Components)
+    pilot: dict | None = None  # the pilot's variance components (leaderboard.power.Components)
     available: int | None = None  # the examples the set holds (an attack: the test split it samples from)
 
 

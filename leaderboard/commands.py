@@ -103,7 +103,8 @@ class Claims(Command):
                        "bootstrap over seeds and example clusters beside the table's (a check; writes nothing)")
 
     def run(self, a) -> int:
-        from leaderboard.claims import bootstrap_check, study_results, write_table
+        from leaderboard.claims import study_results
+        from leaderboard.claims_table import bootstrap_check, write_table
 
         for study in a.study:
             if a.bootstrap:
@@ -169,7 +170,7 @@ class Publish(Command):
         from bench.catalog import reference_markdown
         from bench.spec import conformance
         from bench.spec.schemas import write as write_schemas
-        from leaderboard.claims import write_table
+        from leaderboard.claims_table import write_table
         from leaderboard.headline import write_readme
         from leaderboard.site import SITE, write_site
 

@@ -115,7 +115,7 @@ class Pairing:
     seed), the seeds that gave pairs, each example's difference in correctness (candidate minus
     reference) averaged over those seeds (the example level of ``stats.crossed``) and its
     cluster, and where every seed paired the same examples, the seeds x examples differences
-    (``stats.bootstrap``, ``stats.components``)."""
+    (``stats.bootstrap``, ``power.components``)."""
 
     n: int
     b: int

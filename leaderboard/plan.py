@@ -4,8 +4,8 @@ RECORDS...``.
 For each claim of a claims file: its registered design (the seeds of ``claims.toml``, the
 examples it names or the pilot's, its level after the family's correction), the variance
 components of its paired difference in a declared pilot (earlier records of the same
-candidates, or a small pilot run; ``leaderboard.stats.components``), the minimum detectable
-effect (MDE) of the design at 80 % power from them (``leaderboard.stats.mde``), and the seeds or
+candidates, or a small pilot run; ``leaderboard.power.components``), the minimum detectable
+effect (MDE) of the design at 80 % power from them (``leaderboard.power.mde``), and the seeds or
 examples that would bring the MDE down to what the claim must detect (the paper's effect; for
 an equivalence claim its margin). ``--register`` writes all of it to ``plan.json`` beside the
 claims file, with the pilot's run ids, so that a test can recompute it; committed before the
@@ -31,8 +31,8 @@ from bench.store.records import Record
 from leaderboard.claims import measure_one
 from leaderboard.claims_file import MAX_EXAMPLES, MAX_SEEDS, PLAN, Claim, Registered, load_claims, needed
 from leaderboard.evidence import check
+from leaderboard.power import POWER, Components, components, mde
 from leaderboard.sections import sections
-from leaderboard.stats import POWER, Components, components, mde
 
 
 def _records(folders: list[Path], runs: set[str] | None = None) -> list[Record]:
@@ -162,7 +162,10 @@ def recompute(plan_file: Path, root: Path) -> dict[str, Registered]:
     """A committed plan recomputed from the pilot runs it names (a test checks it is the file's)."""
     body = json.loads(plan_file.read_text())
     claims = load_claims(plan_file.parent / "claims.toml")
-    records = sections(_records([root / f for f in body["pilot"]["folders"]], set(body["pilot"]["runs"])))
+    folders = [(root / f).resolve() for f in body["pilot"]["folders"]]
+    if outside := [f for f in folders if not f.is_relative_to(root.resolve())]:
+        raise BenchError(f"{plan_file}: pilot folder {outside[0]} lies outside {root}")
+    records = sections(_records(folders, set(body["pilot"]["runs"])))
     own = sections(_records([plan_file.parent]))
     # post hoc is what it was when planned: a claim planned in advance stays so once its records exist
     was = {cid: d["post_hoc"] for cid, d in body["claims"].items()}

@@ -16,7 +16,8 @@ from bench.store import clusters
 from bench.store.records import write_predictions
 from leaderboard.claims import measure
 from leaderboard.claims_file import Registered, read_plan
-from leaderboard.stats import Components, bootstrap, components, crossed, example_variance, mde
+from leaderboard.power import Components, components, mde
+from leaderboard.stats import bootstrap, crossed, example_variance
 from tests.leaderboard.test_build import _rec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -379,6 +380,22 @@ def test_each_committed_plan_is_what_its_pilot_gives(study):
     assert recompute(study / "plan.json", ROOT) == plan
 
 
+def test_a_plan_is_read_as_untrusted(tmp_path):
+    """A malformed plan.json, or one whose pilot lies outside the project, is one line."""
+    from leaderboard.plan import recompute
+
+    (tmp_path / "study").mkdir()
+    plan = tmp_path / "study" / "plan.json"
+    plan.write_text('{"claims": {"1": {"seeds": 5, "examples": 100, "clusters": 100, "level": 0.95, '
+                    '"target": 0.02, "mde": NaN}}}')
+    with pytest.raises(BenchError, match="not a plan written by bench plan"):
+        read_plan(plan)
+    plan.write_text('{"pilot": {"folders": ["../../etc"], "runs": []}, "claims": {}}')
+    (tmp_path / "study" / "claims.toml").write_text("")
+    with pytest.raises(BenchError, match="lies outside"):
+        recompute(plan, tmp_path / "study")
+
+
 def test_an_equivalence_claim_its_design_cannot_confirm_is_refused_at_registration(tmp_path, capsys, monkeypatch):
     """A pilot of two candidates on 1,000 HANS-like examples (synthetic records, handed to the
     planner as a checked folder's), and an equivalence claim registered before its records."""
@@ -438,7 +455,7 @@ def test_a_claim_on_a_clustered_set_counts_its_clusters(tmp_path):
     """The same records with and without the study's clusters file: 100 clusters of 10 examples
     that are answered alike widen the interval, and the table names the clusters."""
     from bench.data.examples import Example
-    from leaderboard.claims import render
+    from leaderboard.claims_table import render
     from leaderboard.evidence import PARSED
 
     recs = []

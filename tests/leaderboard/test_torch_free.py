@@ -49,7 +49,7 @@ def test_a_committed_leaderboard_builds_without_torch(tmp_path):
 def test_a_claims_table_is_measured_without_torch():
     code = NO_TORCH + '''
 from pathlib import Path
-from leaderboard.claims import study_table
+from leaderboard.claims_table import study_table
 table = study_table(Path(sys.argv[1]))
 loaded = [m for m in sys.modules if m == "torch" or m.startswith(("torch.", "transformers"))]
 assert not loaded, loaded
