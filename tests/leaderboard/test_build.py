@@ -462,6 +462,24 @@ def test_a_percentage_interval_stays_inside_its_bounds_and_a_wide_spread_shows_e
     assert "seeds" not in fmt([0.50, 0.52, 0.51], bounds=(0.0, 1.0)) and WIDE_SD == 0.10
 
 
+def test_an_interval_of_a_non_negative_quantity_stays_at_or_above_zero():
+    """Latencies of 2, 3 and 40 ms have a t-interval reaching below 0; a time, a size, a count or
+    a speed-up is never negative, so its interval is intersected with [0, inf), as a percentage's
+    with [0, 100]; F_bias (``signed``) may be negative and is not bounded. Records made before
+    ``signed`` declared F_bias a ratio: they are read as signed."""
+    from bench.store.records import Column
+    from leaderboard.sections import BOUNDS
+
+    latencies = [2.0, 3.0, 40.0]
+    assert interval(latencies)[0] < 0
+    for kind in ("number", "ratio"):
+        lo, hi = interval(latencies, BOUNDS[kind])
+        assert lo == 0.0 and hi == interval(latencies)[1]
+    assert "signed" not in BOUNDS and fmt(latencies, 1.0, 1, BOUNDS["number"]).endswith("[0.0, 68.8]")
+    legacy = Column.from_dict({"key": "f_bias/hans", "label": "F_bias hans", "kind": "ratio", "higher_is_better": False})
+    assert legacy.kind == "signed"
+
+
 def test_a_cell_answering_one_class_is_flagged_and_never_ranked(tmp_path):
     """A candidate answering one class on a balanced set is at chance there, whatever its
     accuracy: the cell says so (a partial collapse, its extreme) and the row is not ranked on
