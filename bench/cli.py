@@ -40,8 +40,7 @@ def _run_fields(p: argparse.ArgumentParser) -> None:
     takes several values, a table of parameters is KEY=VALUE and repeatable."""
     from bench.spec.run import DEFAULTS, FIELDS
 
-    types = {"count": int, "number": float, "text": str}
-    for f in FIELDS:
+    for f in FIELDS:  # values stay text: resolve types them as a sweep spec's (bench.spec.run.check_field)
         kind, flag = f.metadata["kind"], "--" + f.name.replace("_", "-")
         shown = f" (default: {DEFAULTS[f.name]})" if kind != "flag" and DEFAULTS.get(f.name) not in (None, "") else ""
         if kind == "table":
@@ -50,9 +49,9 @@ def _run_fields(p: argparse.ArgumentParser) -> None:
         elif kind == "flag":
             p.add_argument(flag, action="store_true", help=f.metadata["help"])
         else:
-            p.add_argument(flag, type=types[kind], nargs="+" if f.metadata["axis"] else None,
-                           required=f.name not in DEFAULTS, choices=f.metadata["choices"] or None,
-                           help=f.metadata["help"] + shown)
+            choices = f.metadata["choices"]
+            p.add_argument(flag, nargs="+" if f.metadata["axis"] else None, required=f.name not in DEFAULTS,
+                           metavar="{" + ",".join(choices) + "}" if choices else None, help=f.metadata["help"] + shown)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -66,6 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--force", action="store_true", help="evaluate again even if the record exists "
                      "(cached models are reused; delete OUT/artifacts/... to retrain)")
     run.add_argument("--quiet", action="store_true", help="no progress bars or progress lines")
+    run.add_argument("--dry-run", action="store_true", help="show the jobs, their dependencies and an estimate; run nothing")
     _executor_flags(run)
 
     sw = sub.add_parser("sweep", help="run a spec file's grid of methods x params x sparsities x tasks x suites x seeds")
@@ -77,9 +77,9 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("--dry-run", action="store_true", help="show the jobs, their dependencies and an estimate; run nothing")
     for key in ("method", "suite", "task"):
         sw.add_argument(f"--{key}", action="append", help=f"only the spec's runs of this {key} (repeatable)")
-    sw.add_argument("--seed", action="append", type=int,
+    sw.add_argument("--seed", action="append",
                     help="only the spec's runs of this seed (repeatable): a long study, seed by seed")
-    sw.add_argument("--sparsity", action="append", type=float,
+    sw.add_argument("--sparsity", action="append",
                     help="only the spec's runs of this target sparsity (repeatable), with what they need")
     sw.add_argument("--param", action="append", metavar="KEY=VALUE",
                     help="only the spec's runs whose method parameter KEY is VALUE (KEY=a,b: either; repeatable), "
@@ -108,6 +108,7 @@ def _parser() -> argparse.ArgumentParser:
     data.add_argument("names", nargs="*", help="files or folders (hans, fever_symmetric/v2_dev.jsonl, ...); default all")
     data.add_argument("--dir", help="the data folder (default $BENCH_DATA, else ~/.local/share/robust-compression-bench/data)")
     data.add_argument("--mirror", help="fetch from this address, which serves the data folder's layout, instead")
+    data.add_argument("--plan", action="store_true", help="with fetch: list what would be downloaded, from where and how large")
 
     from bench.errors import BenchError
     from bench.registry import COMMANDS
@@ -135,12 +136,14 @@ def cmd_run(a: argparse.Namespace) -> None:
     from bench.spec.params import split_assignments
     from bench.spec.run import FIELDS, grid
 
-    values = {f.name: getattr(a, f.name) for f in FIELDS if getattr(a, f.name) not in (None, [], False)}
+    values = {f.name: getattr(a, f.name) for f in FIELDS if getattr(a, f.name) not in (None, [])}  # 0 is a value
     values |= {k: split_assignments(values[k]) for k in ("params", "suite_params") if k in values}
-    runs = grid(**values)
+    runs = grid(check_backbone=not a.dry_run, **values)  # a dry run may plan for another machine, as sweep's
     out = Path(a.out)
     run_batch(runs, out, executor=a.executor, workers=a.workers, cpus_per_job=a.cpus_per_job,
-              ray_address=a.ray_address, force=a.force, quiet=a.quiet, fail_fast=True)
+              ray_address=a.ray_address, force=a.force, dry_run=a.dry_run, quiet=a.quiet, fail_fast=True)
+    if a.dry_run:
+        return
     records = records_of(runs, out)
     for record in records:
         shown = {k: v if v is None else round(v, 4) for k, v in record.metrics.items() if k.count("/") <= 1}
@@ -192,14 +195,20 @@ def cmd_sweep(a: argparse.Namespace) -> int:
 
 
 def cmd_data(a: argparse.Namespace) -> int:
-    """``bench data``: each file with its licence, source and state in the data folder;
-    ``fetch`` downloads and verifies; ``verify`` checks a folder against the checksums."""
+    """``bench data``: each file with its state in the data folder, its pinned checksum and
+    where it comes from; ``fetch`` gets them from their official distributions (``--plan``: what
+    it would download first); ``verify`` checks a folder and fails when a file is missing or
+    not the one listed."""
+    from bench.data.fetch import fetch, plan
     from bench.data.places import data_home
-    from bench.data.sources import chosen, fetch, status
+    from bench.data.sources import chosen, status
 
     folder = Path(a.dir).expanduser() if a.dir else data_home()
     files = chosen(a.names)
     if a.action == "fetch":
+        if a.plan:
+            print("\n".join(plan(files, folder)))
+            return 0
         problems = fetch(files, folder, a.mirror or "", log=lambda line: print(line, file=sys.stderr))
         for line in problems:
             print(f"bench: error: {line}", file=sys.stderr)
@@ -207,15 +216,23 @@ def cmd_data(a: argparse.Namespace) -> int:
     states = {f.path: status(f, folder) for f in files}
     print(f"data folder: {folder}")
     for f in files:
-        how = f"fetch: {f.url.split('/')[2]}" if f.url else f"by hand: {f.source}"
-        print(f"  {states[f.path]:<8} {f.path:<44} {f.licence:<38} {how}")
-    differ = [p for p, s in states.items() if s == "differs"]
+        if f.origin is None:
+            how = f"by hand: {f.source}"
+        else:
+            how = f"fetch: {f.origin.url.split('/')[2]}" + (f" ({f.origin.member})" if f.origin.member else "")
+        pin = f.sha256[:12] if f.sha256 else "(not pinned)"
+        shown = f"{f.path} -> {f.official}" if states[f.path] == "official" else f.path
+        print(f"  {states[f.path]:<8} {shown:<44} {pin:<12} {f.licence:<38} {how}")
     if a.action == "verify":
-        print(f"{sum(s == 'ok' for s in states.values())} verified, {len(differ)} differ, "
-              f"{sum(s == 'missing' for s in states.values())} missing")
+        differ = [p for p, s in states.items() if s == "differs"]
+        missing = [p for p, s in states.items() if s == "missing"]
+        print(f"{sum(s in ('ok', 'official') for s in states.values())} verified, {len(differ)} differ, {len(missing)} missing")
         for path in differ:
             print(f"bench: error: {folder / path} is not the file listed (its checksum differs)", file=sys.stderr)
-        return 2 if differ else 0
+        if missing:
+            print(f"bench: error: {len(missing)} files missing from {folder}: bench data fetch {' '.join(missing)}",
+                  file=sys.stderr)
+        return 2 if differ or missing else 0
     return 0
 
 
@@ -291,13 +308,10 @@ def main(argv: list[str] | None = None) -> int:
     except BenchError as e:
         print(f"bench: error: {e}", file=sys.stderr)
         return 2
-    except OSError as e:  # disk full, permissions: the environment, not a bug
-        print(f"bench: error: {e.strerror or e}: {e.filename or ''}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print("bench: interrupted; finished records are kept, rerun the same command to resume", file=sys.stderr)
         return 130
-    except Exception as e:  # a plug-in's check or Params, or the harness's own bug: one line (--debug: traceback)
+    except Exception as e:  # a full disk, a plug-in's check or Params, or the harness's own bug: one line (--debug: traceback)
         from bench.registry import failure
 
         print(f"bench: error: {failure(e)}", file=sys.stderr)

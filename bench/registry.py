@@ -25,7 +25,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from bench.errors import BenchError
+from bench.errors import BenchError, os_problem
 
 T = TypeVar("T")
 
@@ -162,11 +162,14 @@ def plugin_of(error: BaseException) -> str | None:
 
 
 def failure(e: Exception) -> str:
-    """An exception that is not a BenchError, in one line: which plug-in raised it (its package
-    and version) and where, or the harness's own code; ``BENCH_DEBUG=1`` (``--debug``) gives the
-    whole traceback instead."""
+    """An exception that is not a BenchError, in one line: an error of the operating system (a
+    full disk: ``bench.errors.os_problem``) as its path and cause, whoever met it; else which
+    plug-in raised it (its package and version) and where, or the harness's own code (a bug);
+    ``BENCH_DEBUG=1`` (``--debug``) gives the whole traceback instead."""
     if os.environ.get("BENCH_DEBUG"):
         return "".join(traceback.format_exception(e)).rstrip()
+    if (line := os_problem(e)) is not None:
+        return line
     frame = traceback.extract_tb(e.__traceback__)[-1] if e.__traceback__ else None
     where = f" at {Path(frame.filename).name}:{frame.lineno}" if frame else ""
     who = plugin_of(e)

@@ -19,7 +19,8 @@ paired seeds, and marks (▲ / ▼) a significant difference. Rows are ranked in
 primary column: rows that no paired test separates share their ranks (``ranks``). A row any of
 whose seeds did not learn its task (``degenerate``) is flagged and never ranked; a cell whose
 seed has partly collapsed on the column's set (``bench.metrics.CollapseRule``) is flagged, and
-never ranked when it is the ranking column.
+never ranked when it is the ranking column; so is a speed a seed measured under load (its
+record's ``timing.under_load``, ``bench.model.efficiency``).
 
 Published numbers that a sweep spec carries are extra rows, labelled "published:", never
 averaged.
@@ -52,6 +53,8 @@ from leaderboard.sections import (
 )
 from leaderboard.stats import MIN_SEEDS_FOR_INTERVAL, fmt, mcnemar
 
+UNDER_LOAD = "measured under load"
+
 
 def _target(c: Candidate, full: int) -> str:
     """'dense', a target sparsity, or 'structured' for a smaller architecture (heads removed,
@@ -78,7 +81,8 @@ def ranks(sec: Section) -> dict[int, str]:
     separates share their ranks, never ordered by a mean the data cannot tell apart. ▲ / ▼ mark
     a significant difference from the reference on that column; the reference is 'ref'.
     Degenerate rows, and rows that have partly collapsed on the primary column's set in some
-    seed, are never ranked: their number there is not the task's skill."""
+    seed, are never ranked: their number there is not the task's skill; nor is a row whose
+    number there was measured under load in some seed."""
     col = sec.primary
     if col is None:
         return {}
@@ -106,11 +110,14 @@ def ranks(sec: Section) -> dict[int, str]:
 
 def cell(sec: Section, cand: Candidate, col: Column) -> str:
     """A candidate's value of one column over its seeds, flagged where a seed has partly
-    collapsed on the column's set, and (F_bias) where a seed's ID accuracy is at chance."""
+    collapsed on the column's set, where a seed's speed was measured under load, and (F_bias)
+    where a seed's ID accuracy is at chance."""
     text = fmt(cand.values(col.key), *SCALE[col.kind], bounds=BOUNDS.get(col.kind))
     flagged = cand.collapsed(col.key, col.rows)
     if flagged:
         text += " ⚠ partial collapse (" + "; ".join(f"s{s} {how.short}" for s, how in flagged.items()) + ")"
+    if loaded := cand.under_load(col.key):
+        text += f" ⚠ {UNDER_LOAD} (seed {', '.join(map(str, loaded))})"
     if (chance := at_chance(cand, col)) and text != "–":
         text += f" ⚠ ID at chance (seed {', '.join(map(str, chance))}): no F_bias"
     return text
@@ -257,7 +264,7 @@ def _code(rs: list[Record]) -> str:
 def _legend(sec: Section) -> str:
     ref = _against(sec) if sec.reference else sec.no_reference or "none in this table"
     if sec.primary is None:
-        return "Not ranked (no primary column)."
+        return "Not ranked (no primary column)." + _load_legend(sec)
     return (f"Rank: by {sec.primary.label}, in groups. Two rows share ranks unless the paired test separates them: "
             "the per-seed differences paired by seed, their standard error adding the examples' sampling variance "
             "(cluster-robust where the set declares clusters), Student t with the Welch-Satterthwaite degrees of "
@@ -271,7 +278,17 @@ def _legend(sec: Section) -> str:
             "skill); a row flagged on its ranking column, or "
             "degenerate, is not ranked. F_bias: below 1 less biased than the full standard-CE model of the same "
             "seed; below 0 the model scores higher out of distribution than in it (its bias degree is negative); "
-            "⚠ ID at chance: that seed did not learn the task, and its F_bias means nothing.")
+            "⚠ ID at chance: that seed did not learn the task, and its F_bias means nothing." + _load_legend(sec))
+
+
+def _load_legend(sec: Section) -> str:
+    """The legend's words for ⚠ measured under load, in a table that has such a cell."""
+    if not any(c.under_load(col.key) for c in sec.candidates for col in sec.columns):
+        return ""
+    return (f" ⚠ {UNDER_LOAD} (seed 0): that seed's speeds were timed while other work held the machine's cores "
+            "(in each of its timed attempts, its process got a smaller share of the CPU time its threads could have had "
+            "than its record's `timing.contended_below`); the number is the machine's load as much as the model's, and "
+            "is never ranked.")
 
 
 def build(records: list[Record], markdown: Path | None = None, references: list[Reference] = ()) -> str:

@@ -3,7 +3,8 @@ pandas, DuckDB or ``datasets.load_dataset("parquet", ...)``:
 
 - ``records.parquet``: a row per record that passes the leaderboard's checks: its study (the
   folder), run id, method, label, variant, task, backbone, suite, seed, target and achieved
-  sparsity, reference and baseline, a ``metric/<key>`` column per metric, and the record's
+  sparsity, reference and baseline, degenerate and ``under_load`` (why its speeds were timed
+  under load, or null), a ``metric/<key>`` column per metric, and the record's
   parameters, method info and provenance as JSON text;
 - ``predictions.parquet``: a row per evaluated example of those records: run id, set, example
   id, gold and predicted label, ``correct``, the class probabilities and group where kept, and
@@ -33,6 +34,7 @@ def _record_row(study: str, r: Record) -> dict:
             "task": r.task, "backbone": r.backbone, "suite": r.suite, "seed": r.seed,
             "sparsity_target": r.sparsity.get("target"), "sparsity": r.sparsity.get("sparsity"),
             "reference": r.reference, "baseline": r.baseline, "degenerate": r.degenerate,
+            "under_load": (r.timing or {}).get("under_load"),
             **{f"metric/{k}": v for k, v in sorted(r.metrics.items())},
             "params_json": json.dumps(r.params, sort_keys=True, default=str),
             "method_info_json": json.dumps(r.method_info, sort_keys=True, default=str),

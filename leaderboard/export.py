@@ -3,7 +3,8 @@
 - ``tables/<task>_<backbone>.csv``: a row per candidate (method, label, variant, target
   sparsity, rank, degenerate seeds) and, for every column of the Markdown's tables, its seeds,
   mean, sample sd and interval (``<key>:mean``, ``<key>:sd``, ``<key>:ci_low``, ``<key>:ci_high``)
-  in the units the Markdown shows (percentages x100);
+  in the units the Markdown shows (percentages x100), the seeds it flags (``<key>:collapsed_seeds``,
+  and for a timed column ``<key>:under_load_seeds``, whose speeds are never to be ranked);
 - ``..._seeds.csv``: a row per candidate and seed, each column's value from that seed's record;
 - ``....json``: both, and each column's label, unit, direction, table and interval kind.
 
@@ -38,6 +39,7 @@ def _who(sec: Section, cand: Candidate) -> dict:
 def aggregated(sec: Section) -> pd.DataFrame:
     """A row per candidate: what each Markdown cell shows, as numbers."""
     rank = ranks(sec)
+    timed = {k for r in sec.records if r.timing for k in r.timing.get("metrics", ())}
     rows = []
     for cand in sec.candidates:
         row = _who(sec, cand) | {"rank": rank.get(id(cand), ""), "degenerate_seeds": " ".join(map(str, cand.degenerate))}
@@ -49,6 +51,8 @@ def aggregated(sec: Section) -> pd.DataFrame:
                     f"{col.key}:sd": float(np.std(vals, ddof=1)) * scale if len(vals) > 1 else None,
                     f"{col.key}:ci_low": ci[0] * scale if ci else None, f"{col.key}:ci_high": ci[1] * scale if ci else None,
                     f"{col.key}:collapsed_seeds": " ".join(map(str, cand.collapsed(col.key, col.rows))) if vals else ""}
+            if col.key in timed:
+                row[f"{col.key}:under_load_seeds"] = " ".join(map(str, cand.under_load(col.key)))
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -110,6 +110,19 @@ class Candidate:
                     out[s] = why
         return out
 
+    def under_load(self, key: str) -> dict[int, str]:
+        """The seeds whose record timed metric ``key`` while other work held the cores (the
+        ``timing.under_load`` of ``bench.model.efficiency``), each with why: such a number is a
+        measure of the machine's load as much as of the model, so its cell is flagged and never
+        ranked."""
+        out = {}
+        for s in self.seeds:
+            rec = self.record(s, key)
+            timing = rec.timing if rec is not None else None
+            if timing and timing.get("under_load") and key in timing.get("metrics", ()):
+                out[s] = timing["under_load"]
+        return out
+
 
 @dataclass
 class Section:
@@ -130,7 +143,8 @@ class Section:
     def ranked(self) -> list[Candidate]:
         """The rows ranked on the primary column, best first by mean: none that is degenerate or
         has partly collapsed on the column's set in some seed (their number there is not the
-        task's skill), nor one without a value."""
+        task's skill), none whose number there was measured under load in some seed (a speed
+        timed on a contended machine), nor one without a value."""
         col = self.primary
         if col is None:
             return []
@@ -141,7 +155,7 @@ class Section:
             return sum(vals) / len(vals) if vals else math.nan
 
         keep = [c for c in self.candidates if not c.degenerate and not c.collapsed(col.key, col.rows)
-                and not math.isnan(mean(c))]
+                and not c.under_load(col.key) and not math.isnan(mean(c))]
         return sorted(keep, key=lambda c: -sign * mean(c))
 
     @cached_property

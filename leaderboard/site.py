@@ -88,8 +88,9 @@ def main_table(sec: Section) -> str:
         sp = f"{cand.target:.0%}" if cand.target is not None else "dense"
         flag = f' <span class=flag>⚠ degenerate (seed {", ".join(map(str, cand.degenerate))}): not ranked</span>' if cand.degenerate else ""
         r = rank.get(id(cand), "—")
-        cells = "".join(f'<td data-v="{"" if at_chance(cand, c) else _mean(cand, c.key)}">{_e(cell(sec, cand, c))}</td>'
-                        for c in cols)  # an F_bias of a model at chance sorts with the missing
+        cells = "".join(f'<td data-v="{"" if at_chance(cand, c) or cand.under_load(c.key) else _mean(cand, c.key)}">'
+                        f"{_e(cell(sec, cand, c))}</td>"
+                        for c in cols)  # an F_bias of a model at chance, a speed timed under load, sort with the missing
         body.append(f'<tr data-method="{_e(cand.name)}" data-sparsity="{sp}" data-suites="{_e(suites)}">'
                     f'<td data-v="{r.split()[0].split("-")[0] if r[0].isdigit() else ""}">{_e(r)}</td>'
                     f"<td>{_e(cand.name)}{flag}{_runs(cand)}</td><td>{sp}</td>{cells}<td>{_e(','.join(map(str, cand.seeds)))}</td></tr>")

@@ -1,7 +1,10 @@
 """The OOD suite (docs/design.md section 5): ID test metric plus every OOD set of the task.
 
 ``--suite-param eval_file=PATH[,PATH...]`` adds a user's own sets (bench/data/evalfile.py), each
-judged as the built-in ones and as its own pool: its own column, in the same run. Parts: ``hans``
+judged as the built-in ones and as its own pool: its own column, in the same run, on any task (on
+one with no OOD set of its own, as SST-2, the ID test and the files). A file labelled entailment /
+non-entailment on a 3-way NLI task is collapsed as HANS is. The eval suite (suites/eval.py) is
+this suite without the task's own sets. Parts: ``hans``
 (MNLI and the synthetic NLI task; 3-way predictions collapsed to
 entailment / non-entailment, reported overall and per heuristic x gold label), ``paws``
 (PAWS-QQP and PAWS-Wiki, weighted F1 and accuracy) and ``fever_symm`` (Symm v1 and v2).
@@ -18,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.api import Candidate, Column, Context, Suite, SuiteResult
-from bench.data.evalfile import eval_set
+from bench.data.evalfile import eval_sets
 from bench.errors import BenchError
 from bench.metrics import accuracy, cells, collapse, f_bias, id_metric
 from bench.registry import SUITES
@@ -34,21 +37,6 @@ class OODParams:
         return [p.strip() for p in self.pools.split(",") if p.strip()]
 
 
-def _sets(task, p: OODParams | None):
-    chosen = p.chosen() if p else []
-    sets = [s for s in task.ood.values() if not chosen or s.pool in chosen]
-    for path in p.eval_file if p else ():
-        sets.append(eval_set(str(path), task))
-    names = [s.name for s in sets]
-    if dup := next((n for n in names if names.count(n) > 1), None):
-        raise BenchError(f"suite 'ood': two evaluation sets are named '{dup}' (an eval_file's name is its file's stem); rename one")
-    if not sets:
-        have = sorted({s.pool for s in task.ood.values()})
-        raise BenchError(f"suite 'ood' has no OOD set{' in pools ' + ','.join(chosen) if chosen else ''} for task "
-                         f"'{task.name}' (its pools: {', '.join(have) or 'none'})")
-    return sets
-
-
 @SUITES.register("ood")
 class OOD(Suite):
     name = "ood"
@@ -61,14 +49,25 @@ class OOD(Suite):
         files = [Path(f).expanduser() for f in (params.eval_file if params else ())]
         return {"eval_file": [sha256_file(f) for f in files if f.is_file()]} if files else {}
 
+    def judged(self, task, p: OODParams | None) -> list:
+        """The sets it judges: the task's OOD sets (of the chosen pools) and the user's files."""
+        chosen = p.chosen() if p else []
+        sets = [s for s in task.ood.values() if not chosen or s.pool in chosen] + eval_sets(p.eval_file if p else (), task)
+        if not sets:
+            have = sorted({s.pool for s in task.ood.values()})
+            raise BenchError(f"suite 'ood' has no OOD set{' in pools ' + ','.join(chosen) if chosen else ''} for task "
+                             f"'{task.name}' (its pools: {', '.join(have) or 'none'}); judge your own file with "
+                             "--suite-param eval_file=PATH")
+        return sets
+
     def check(self, params: OODParams | None, task, data_dir: Path | None) -> None:
-        _sets(task, params)
+        self.judged(task, params)
 
     def evaluate(self, candidate: Candidate, ctx: Context) -> SuiteResult:
         from bench.model.predict import predict_logits, prediction_rows
 
         task = ctx.task
-        sets = _sets(task, ctx.suite_params)
+        sets = self.judged(task, ctx.suite_params)
         run = lambda exs: predict_logits(  # noqa: E731
             candidate.model, candidate.tokenizer, exs, task.max_length, ctx.device, ctx.precision
         )
@@ -148,10 +147,10 @@ class OOD(Suite):
         return [c for c in cols + details_id + ood + cells if c.key in metrics]
 
     def sets(self, task, params: OODParams | None) -> dict[str, list]:
-        return {"test": task.test} | {s.name: s.examples for s in _sets(task, params)}
+        return {"test": task.test} | {s.name: s.examples for s in self.judged(task, params)}
 
     def ood_sets(self, task, params: OODParams | None) -> list:
-        return _sets(task, params)
+        return self.judged(task, params)
 
     def compare(self, metrics: dict[str, float], reference: dict[str, float]) -> dict[str, float]:
         out = {}

@@ -28,3 +28,19 @@ def test_the_recipes_page_is_generated_from_the_table():
 def test_a_difference_without_a_reason_fails(check_, problem):
     (row,) = check([check_])
     assert problem in row.problem
+
+
+def test_the_paper_specs_keep_no_cpu_sized_deviation_and_estimate_from_a_stated_throughput():
+    rows = [r for r in check(load()) if r.check.spec.startswith("paper_")]
+    assert {r.check.spec for r in rows} == {"paper_srnet", "paper_robust_tickets", "paper_rmc"}
+    cpu = [f"{r.check.spec} {r.check.param}: {r.check.deviation}" for r in rows
+           if "cpu" in r.check.deviation.lower() or "budget" in r.check.deviation.lower()]
+    assert not cpu, cpu
+    from pathlib import Path
+
+    from bench.spec.sweep import load_spec
+
+    for name in ("paper_srnet", "paper_robust_tickets", "paper_rmc"):
+        spec = load_spec(Path(__file__).resolve().parents[1] / "sweeps" / f"{name}.toml")
+        assert spec.throughput.source and "measured" in spec.throughput.source, name
+        assert spec.throughput.train_per_s == 453.0  # docs/performance.md: bert-base on one H200, fp32 (TF32)

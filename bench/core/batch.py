@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 from bench.core import provenance
-from bench.core.estimate import describe_plan, finished
+from bench.core.estimate import describe_plan, finished, unnamed_builds
 from bench.core.executors import check_installed, run_jobs
 from bench.core.job import Outcome
 from bench.core.preflight import preflight
@@ -18,6 +18,7 @@ from bench.core.runner import Runner
 from bench.errors import BenchError
 from bench.spec.plan import pending, plan
 from bench.spec.run import RunSpec
+from bench.spec.sweep import Throughput
 from bench.store.records import Record, load_record, record_path
 
 
@@ -41,8 +42,11 @@ def run_batch(runs: list[RunSpec], out: Path, *, executor: str = "local", worker
     jobs = plan(runs)
     runner = Runner(out, progress=False, log=lambda m: None)
     done, unknown = finished(jobs, runner)
+    throughput = throughput or Throughput()
     if dry_run:
         print(describe_plan(jobs, done, unknown, runner, throughput))
+        for line in unnamed_builds(jobs, pending(jobs, done), runs, runner, throughput):
+            print(line)
         return []
     requested = {jid for jid, job in jobs.items() if job.kind == "evaluate" and job.spec in runs}
     if force:
@@ -52,6 +56,8 @@ def run_batch(runs: list[RunSpec], out: Path, *, executor: str = "local", worker
     writable(out)
     log = (lambda m: None) if quiet else (lambda m: print(m, file=sys.stderr))
     log(f"{what}: {len(jobs)} jobs, {len(todo)} to run, {len(jobs) - len(todo)} done or not needed")
+    for line in unnamed_builds(jobs, todo, runs, runner, throughput):  # said even when quiet: hours of training
+        print(f"{what}: {line}", file=sys.stderr)
     if todo and (git := provenance.git_state())["dirty"]:  # said before hours of work, not found in the records after
         print(f"bench: warning: the code at {str(git['commit'])[:7]} has uncommitted changes: the records of this "
               "run will say so (provenance.git.dirty) and no commit will hold the code that made them", file=sys.stderr)

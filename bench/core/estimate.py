@@ -6,7 +6,8 @@ from __future__ import annotations
 from bench.core.runner import Runner
 from bench.errors import BenchError
 from bench.registry import METHODS, SUITES, TASKS
-from bench.spec.plan import Job, pending
+from bench.spec.plan import Job, pending, reasons
+from bench.spec.requires import trains_itself
 from bench.spec.run import RunSpec
 from bench.spec.sweep import Throughput
 from bench.store import records
@@ -83,6 +84,26 @@ def describe_plan(jobs: dict[str, Job], done: set[str], unknown: set[str], runne
             f"{throughput.describe({j.spec.task for j in todo.values()})}"
             + (f" ({unknown_cost} jobs without an estimate: their task has no known size)" if unknown_cost else ""))
     return head + "\n" + tabulate(rows, headers=["#", "job", "needs", "status", "estimate"])
+
+
+def unnamed_builds(jobs: dict[str, Job], todo: dict[str, Job], runs: list[RunSpec], runner: Runner,
+                   throughput: Throughput) -> list[str]:
+    """One line for each build still to run that trains and that ``runs`` do not name (the F_bias
+    reference of a fine-tuned or pruned model, the model a method starts from): what, why and
+    about how long, said before the first job starts, so that hours of training nobody asked for
+    by name are never a surprise (an F_bias reference fine-tuned on all of SST-2 takes hours on a CPU)."""
+    named = {r.candidate() for r in runs}
+    why = reasons(jobs)
+    out = []
+    for jid, job in todo.items():
+        if job.kind != "build" or job.spec in named or not trains_itself(job.spec):
+            continue
+        secs = estimate(job, runner, throughput)
+        cost = f"about {_duration(secs)}" if secs is not None else "time unknown (the task has no known size)"
+        rate = throughput.of(job.spec.task).train_per_s
+        out.append(f"builds {job.label.removeprefix('build ')} ({', '.join(why.get(jid, ['a dependency']))}), "
+                   f"not asked for by name: {cost} at an assumed {rate:g} training examples per second")
+    return out
 
 
 def _duration(seconds: float) -> str:

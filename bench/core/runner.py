@@ -39,7 +39,7 @@ from bench.model.masking import bake, current_masks, sparsity_report
 from bench.model.quant import restore
 from bench.registry import METHODS, SUITES, TASKS
 from bench.spec.requires import baseline_of, baseline_run, needed, reference_need, reference_of
-from bench.spec.run import RunSpec, digest
+from bench.spec.run import RunSpec, digest, reference_record
 from bench.store import clusters
 from bench.store.atomic import intact
 from bench.store.records import Record, finished, load_predictions, load_record, record_path, write_run
@@ -152,6 +152,9 @@ class Runner:
         if suite_fp := SUITES.get(spec.suite).fingerprint(spec.data_path, spec.suite_params):
             conf["suite"] = suite_fp
         conf.pop("data_dir")  # where the files are does not change the run; their checksums do
+        if spec.reference:  # the named F_bias reference by its record, not by where it lies: a folder and
+            named = reference_record(spec.reference)  # the record of its evaluation are one reference
+            conf["reference"] = named.run_id if named else self.run_id(reference_of(spec))
         return f"{spec.task}__{spec.method}__{spec.suite}__{sp}__seed{spec.seed}__{digest(conf)}"
 
     def run(self, spec: RunSpec, force: bool = False) -> Record:
@@ -175,8 +178,11 @@ class Runner:
         task = ctx.task
         metrics = dict(result.metrics) | calibration(result.predictions, result.details.get("collapse"))
         metrics |= self._loyalty(spec, result.predictions)
-        metrics.update(measure(cand.model, cand.tokenizer, self.dense(spec, len(task.labels)), task.test or task.dev,
-                               task.max_length, ctx.device, spec.precision, self.out / "artifacts" / cand.lineage["key"]))
+        eff = measure(cand.model, cand.tokenizer, self.dense(spec, len(task.labels)), task.test or task.dev,
+                      task.max_length, ctx.device, spec.precision, self.out / "artifacts" / cand.lineage["key"])
+        metrics.update(eff.metrics)
+        if eff.timing["under_load"]:
+            self.log(f"[bench] speeds measured under load: {eff.timing['under_load']}")
         reference = self._compare(spec, rid, suite, metrics)
         test = [r for r in result.predictions if r.get("set") == "test"]  # the ID test set, clean
         judged = suite.ood_sets(task, spec.suite_params)
@@ -203,6 +209,7 @@ class Runner:
                 created=datetime.now(UTC).isoformat(timespec="seconds"),
                 degenerate=degenerate([r["gold"] for r in test], [r["pred"] for r in test]),
                 one_class=one_class_sets(result.predictions),
+                timing=eff.timing,
                 columns=[c.to_dict() for c in suite.columns(result.details, metrics) + row_columns(metrics) + EFFICIENCY
                          if c.key in metrics],
             )
@@ -227,7 +234,10 @@ class Runner:
 
     def _compare(self, spec: RunSpec, rid: str, suite: Suite, metrics: dict) -> str | None:
         """Add the suite's comparison with the reference run (F_bias) to ``metrics``; returns
-        the reference's run id (this run's own when it is the reference)."""
+        the reference's run id (this run's own when it is the reference; a named record's)."""
+        if spec.reference and suite.compares and (named := reference_record(spec.reference)) is not None:
+            metrics.update(suite.compare(metrics, named.metrics))
+            return named.run_id
         ref = reference_of(spec)
         if ref is None:
             return None

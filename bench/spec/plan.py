@@ -15,7 +15,7 @@ from typing import Literal
 
 from bench.errors import BenchError
 from bench.spec.requires import baseline_run, needed, reference_of
-from bench.spec.run import RunSpec, digest
+from bench.spec.run import DEFAULTS, RunSpec, digest
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,8 @@ class Job:
         s = self.spec
         params = ",".join(f"{k}={v}" for k, v in sorted(s.config()["params"].items()))
         sp = "" if s.sparsity is None else f" @{s.sparsity:g}"
-        what = f"{s.method}{f'({params})' if params else ''}{sp} {s.task} seed {s.seed}"
+        on = "" if s.backbone == DEFAULTS["backbone"] else f" [{s.backbone}]"  # a checkpoint is its backbone
+        what = f"{s.method}{f'({params})' if params else ''}{sp}{on} {s.task} seed {s.seed}"
         return f"build {what}" if self.kind == "build" else f"evaluate {what} on {s.suite}"
 
 
@@ -67,6 +68,29 @@ def plan(run_specs: list[RunSpec]) -> dict[str, Job]:
     for spec in run_specs:
         visit("evaluate", spec)
     return jobs
+
+
+def reasons(jobs: dict[str, Job]) -> dict[str, list[str]]:
+    """Why each build is in the plan beside being a requested candidate, by job id: the F_bias
+    reference, the baseline whose rows loyalty compares with, or what a method requires."""
+    why: dict[str, list[str]] = {}
+
+    def add(spec: RunSpec, reason: str) -> None:
+        found = why.setdefault(_id("build", spec.candidate()), [])
+        if reason not in found:
+            found.append(reason)
+
+    for job in jobs.values():
+        if job.kind == "build":
+            for n in needed(job.spec):
+                add(n, f"required by {job.spec.method}")
+            continue
+        ref, base = reference_of(job.spec), baseline_run(job.spec)
+        if ref is not None and ref != job.spec:
+            add(ref, "F_bias reference")
+        if base is not None:
+            add(base, "baseline")
+    return why
 
 
 def pending(jobs: dict[str, Job], done: set[str]) -> dict[str, Job]:

@@ -1,7 +1,8 @@
 """What a run needs before it can run, from the registry alone (no runner): the candidates its
 method declares in ``Method.requires`` (the model masks start from, a teacher, the IMP models of
 RMC's stage 1), and the reference run its suite compares with (F_bias is measured against the
-full model of the registry's reference method, with the same recipe, task, backbone and seed).
+full model of the registry's reference method, with the same recipe, task, backbone and seed,
+for a candidate that trains; otherwise only against the model ``--reference`` names).
 
 ``bench run`` and ``bench sweep`` plan with these two functions, and the runner checks every
 ``ctx.require`` against ``needed``, so a plan is never missing a build.
@@ -14,7 +15,7 @@ import dataclasses
 from bench.api import Need
 from bench.errors import BenchError
 from bench.registry import METHODS, SUITES
-from bench.spec.run import RunSpec
+from bench.spec.run import RunSpec, reference_record
 from bench.train.loop import TrainParams
 
 
@@ -60,10 +61,34 @@ def baseline_run(spec: RunSpec) -> RunSpec | None:
     return dataclasses.replace(base, suite=spec.suite, suite_params=spec.suite_params)
 
 
+def trains_itself(spec: RunSpec) -> bool:
+    """Whether ``spec``'s method makes passes over the training set to build its candidate, what
+    it requires aside (``Method.epochs``; a one-shot prune's calibration sample is no training)."""
+    return METHODS.get(spec.method).epochs(spec.params, spec.sparsity) > 0
+
+
+def trains(spec: RunSpec) -> bool:
+    """Whether building ``spec``'s candidate trains anything, what it requires included: not a
+    checkpoint judged as it is, nor one quantized or pruned one-shot without retraining."""
+    return trains_itself(spec) or any(trains(n) for n in needed(spec))
+
+
 def reference_of(spec: RunSpec) -> RunSpec | None:
     """The run whose metrics ``spec``'s suite compares with (``Suite.compare``); None when the
-    suite compares nothing. It may be ``spec`` itself (the reference compares with itself)."""
+    suite compares nothing, when the reference is a record file (``spec.reference``: the runner
+    reads it), or when none is named for a candidate that trains nothing: a model judged as it
+    is must not pull hours of fine-tuning in, so its F_bias is left out. It may be
+    ``spec`` itself (the reference compares with itself). A named checkpoint folder is that
+    checkpoint judged as it is by the same suite: the record ``bench run --method checkpoint
+    --backbone DIR`` would make."""
     if not spec.suite or not SUITES.get(spec.suite).compares:
+        return None
+    if spec.reference:
+        if reference_record(spec.reference) is not None:
+            return None
+        named = dataclasses.replace(spec.with_method("checkpoint", None, {}), backbone=spec.reference)
+        return dataclasses.replace(named, suite=spec.suite, suite_params=spec.suite_params)
+    if not trains(spec.candidate()):
         return None
     need = reference_need(spec)
     ref = spec.with_method(need.method, None, need.params)

@@ -59,6 +59,16 @@ RECORD_PROPERTIES = {
     "created": STRING,
     "degenerate": _nullable(STRING),
     "one_class": _nullable({"type": "object", "additionalProperties": STRING}),
+    "timing": _nullable({
+        "type": "object", "required": ["metrics", "repeats", "attempts", "under_load"], "additionalProperties": False,
+        "description": "how the timed eff/* metrics were measured; absent from records made before it was kept",
+        "properties": {
+            "metrics": {"type": "array", "items": STRING}, "repeats": {"type": "integer", "minimum": 1},
+            "attempts": {"type": "integer", "minimum": 1}, "kept": {"type": "integer", "minimum": 1},
+            "busy_threads": {"type": "integer", "minimum": 1}, "contended_below": NUMBER,
+            "cpu_share": {"type": "array", "items": NUMBER},
+            "load_1min": {"type": "array", "items": {"type": "array", "items": _nullable(NUMBER)}},
+            "under_load": _nullable({**STRING, "description": "why the kept attempt was contended: never ranked"})}}),
     "columns": {"type": "array", "items": _COLUMN},
 }
 
@@ -82,6 +92,9 @@ def _run_keys() -> dict:
         kind = _KIND[f.metadata["kind"]]
         if f.metadata["choices"]:
             kind = {"enum": list(f.metadata["choices"])}
+        if f.metadata["bounds"]:  # [low, high): bench.spec.run.check_field's range
+            low, high = f.metadata["bounds"]
+            kind = kind | {"minimum": low} | ({"exclusiveMaximum": high} if high is not None else {})
         out[f.name] = ({"anyOf": [kind, {"type": "array", "items": kind, "minItems": 1}]} if f.metadata["axis"] else kind) | {
             "description": f.metadata["help"]}
     return out
@@ -95,7 +108,8 @@ def sweep_schema() -> dict:
             "description": "A TOML sweep spec (docs/usage.md#sweeps), as the JSON its TOML parses to.", "type": "object",
             "additionalProperties": False, "required": ["group"], "properties": {
                 "description": STRING, "defaults": defaults,
-                "estimate": {"type": "object", "additionalProperties": {"anyOf": [NUMBER, OBJECT]}},
+                "estimate": {"type": "object", "properties": {"source": STRING},
+                             "additionalProperties": {"anyOf": [NUMBER, OBJECT]}},
                 "group": {"type": "array", "minItems": 1, "items": run},
                 "reference": {"type": "array", "items": {"type": "object", "additionalProperties": False,
                                                           "properties": {k: {} for k in REFERENCE_KEYS}}}},

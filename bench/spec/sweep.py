@@ -43,10 +43,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import BenchError
-from bench.metrics import check_sparsity
 from bench.registry import METHODS, SUITES, TASKS, did_you_mean
 from bench.spec.params import convert
-from bench.spec.run import DEFAULTS, FIELD_NAMES, FIELDS, RunSpec, as_list, grid
+from bench.spec.run import DEFAULTS, FIELD_NAMES, FIELDS, RunSpec, as_list, check_field, grid, param_values
 from bench.store.references import Reference
 
 RUN_KEYS = FIELD_NAMES
@@ -63,6 +62,7 @@ class Throughput:
     train_per_s: float = 10.0
     eval_per_s: float = 45.0
     tasks: dict[str, Throughput] = field(default_factory=dict, hash=False)
+    source: str = ""  # where the rates come from ("measured on ...", docs/performance.md)
 
     def of(self, task: str) -> Throughput:
         """The rates of ``task``'s own jobs (work that is not the task's keeps the spec's)."""
@@ -71,7 +71,8 @@ class Throughput:
     def describe(self, tasks: set[str]) -> str:
         """The rates a plan of these tasks assumes."""
         rate = f"{self.train_per_s:g} training / {self.eval_per_s:g} evaluation examples per second"
-        return rate + "".join(f"; {t}: {r.train_per_s:g} / {r.eval_per_s:g}" for t, r in self.tasks.items() if t in tasks)
+        rate += "".join(f"; {t}: {r.train_per_s:g} / {r.eval_per_s:g}" for t, r in self.tasks.items() if t in tasks)
+        return rate + (f" ({self.source})" if self.source else "")
 
 
 @dataclass
@@ -140,41 +141,45 @@ def load_spec(path: Path) -> SweepSpec:
                      throughput=_throughput(path, est), references=refs)
 
 
-def _is(value: Any, kind: str) -> bool:
-    """Whether a TOML value is of one of the spec's kinds; a bool is no number, a float no seed."""
-    if kind == "text":
-        return isinstance(value, str) and value != ""
-    if kind == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if kind == "count":
-        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-    if kind == "flag":
-        return isinstance(value, bool)
-    return isinstance(value, str | int | float | bool)  # "scalar": a parameter's value
-
-
-KINDS = {f.name: (f.metadata["kind"], f.metadata["axis"]) for f in FIELDS if f.metadata["kind"] != "table"}
-SAYS = {"text": "a string", "number": "a number", "count": "a whole number >= 0", "flag": "true or false",
-        "scalar": "a string, number or true/false"}
+AXES = {f.name for f in FIELDS if f.metadata["axis"]}
 
 
 def _check_types(path: Path, where: str, run: dict) -> None:
-    """Every run key of a group is of its kind (a list of them where the key is a grid axis),
-    before anything runs: `seed = "zero"` or `params = "epochs=1"` is one line, and `seed = 1.5`
-    is refused, not rounded."""
-    for key, value in run.items():
-        if key in ("params", "suite_params"):
-            if not isinstance(value, dict):
-                raise _fail(path, f"{where}: {key} must be a table such as {{ epochs = 1 }}, got {value!r}")
-            for name, v in value.items():
-                if not all(_is(x, "scalar") for x in (v if isinstance(v, list) else [v])) or v == []:
-                    raise _fail(path, f"{where}: {key}.{name} must be {SAYS['scalar']} or a list of them, got {v!r}")
-            continue
-        kind, listable = KINDS[key]
-        values = value if listable and isinstance(value, list) else [value]
-        if not values or not all(_is(v, kind) for v in values):
-            raise _fail(path, f"{where}: {key} must be {SAYS[kind]}{' or a list of them' if listable else ''}, "
-                              f"got {value!r}")
+    """Every run key of a group is of its declared type (a list of them where the key is a grid
+    axis), and so is every method and suite parameter, by the command line's check
+    (``check_field``, ``convert``) but with nothing coerced, before anything runs: ``seed =
+    "zero"``, ``seed = 1.5``, ``max_examples = 0``, ``params = { epochs = true }`` or ``{ batch_size
+    = 16.7 }`` are one line naming the key, the type and the value."""
+    try:
+        for key, value in run.items():
+            if key in ("params", "suite_params"):
+                if not isinstance(value, dict):
+                    raise BenchError(f"{key} must be a table such as {{ epochs = 1 }}, got {value!r}")
+                for name, v in value.items():
+                    if v == [] or not all(isinstance(x, str | int | float | bool) for x in as_list(v)):
+                        raise BenchError(f"{key}.{name} must be a string, number or true/false or a list of them, "
+                                         f"got {v!r}")
+                continue
+            if key in AXES and value == []:
+                raise BenchError(f"{key} is an empty list")
+            for v in (value if key in AXES and isinstance(value, list) else [value]):
+                check_field(key, v, parse=False)
+        for key, owner, registry in (("params", "method", METHODS), ("suite_params", "suite", SUITES)):
+            for name in as_list(run[owner]):
+                _check_params(getattr(registry.get(name), "Params", None), run.get(key, {}))
+    except BenchError as e:
+        raise _fail(path, f"{where}: {e}") from None
+
+
+def _check_params(cls: type | None, values: dict) -> None:
+    """The values a spec gives the parameters that ``cls`` declares, each of its type (unknown
+    names are ``resolve``'s to refuse, with a suggestion)."""
+    if cls is None:
+        return
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        for v in param_values(values[f.name]) if f.name in values else []:
+            convert(v, hints[f.name], f"parameter '{f.name}'", parse=False)
 
 
 def _defaults(path: Path, table: dict) -> tuple[dict, dict[str, dict]]:
@@ -202,11 +207,15 @@ def _throughput(path: Path, est: dict) -> Throughput:
                 raise _fail(path, f"{where} {k} = {v!r}: a rate must be a positive number of examples per second")
         return {k: float(v) for k, v in table.items()}
 
+    source = est.get("source", "")
+    if not isinstance(source, str):
+        raise _fail(path, f"[estimate] source = {source!r}: say in words where the rates come from")
+    est = {k: v for k, v in est.items() if k != "source"}
     tasks = {k: v for k, v in est.items() if isinstance(v, dict)}
     for t in tasks:
         if t not in TASKS.names():
             raise _fail(path, f"[estimate.{t}]: unknown task{did_you_mean(t, TASKS.names())}")
-    base = Throughput(**numbers("[estimate]", {k: v for k, v in est.items() if k not in tasks}))
+    base = Throughput(**numbers("[estimate]", {k: v for k, v in est.items() if k not in tasks}), source=source)
     return dataclasses.replace(base, tasks={t: dataclasses.replace(base, **numbers(f"[estimate.{t}]", v))
                                             for t, v in tasks.items()})
 
@@ -220,7 +229,7 @@ def runs(spec: SweepSpec, only: dict[str, list] | None = None, check_backbones: 
     them. ``device`` overrides the spec's (the smoke spec on a GPU) and ``compile`` turns
     torch.compile on for every run. Backbone availability is checked unless a dry run plans for
     another machine."""
-    only, params = only or {}, params or {}
+    only, params = {k: [_option(k, v) for v in values] for k, values in (only or {}).items()}, params or {}
     out: list[RunSpec] = []
     known: set[str] = set()
     for g in spec.groups:
@@ -233,9 +242,6 @@ def runs(spec: SweepSpec, only: dict[str, list] | None = None, check_backbones: 
         if k not in known:
             raise BenchError(f"--param {k}: no method of {spec.path} has this parameter{did_you_mean(k, sorted(known))}")
     for k, values in only.items():
-        if k == "sparsity":
-            for v in values:
-                check_sparsity(v)
         if k in ("seed", "sparsity"):
             continue
         names = {"method": METHODS, "suite": SUITES, "task": TASKS}[k].names()
@@ -245,6 +251,14 @@ def runs(spec: SweepSpec, only: dict[str, list] | None = None, check_backbones: 
     if not out:
         raise BenchError(f"sweep spec {spec.path}: no run matches {only | params}")
     return out
+
+
+def _option(key: str, value: Any) -> Any:
+    """A ``--seed`` / ``--sparsity`` / ``--method`` ... option's value, typed as its run field."""
+    try:
+        return check_field(key, value)
+    except BenchError as e:
+        raise BenchError(f"--{key} {value}: {e}") from None
 
 
 def _has(run: RunSpec, params: dict[str, str]) -> bool:
@@ -259,7 +273,7 @@ def _has(run: RunSpec, params: dict[str, str]) -> bool:
         if k not in hints:
             return False
         try:
-            wanted = [convert(v.strip(), hints[k], k) for v in values.split(",")]
+            wanted = [convert(v.strip(), hints[k], f"parameter '{k}'") for v in values.split(",")]
         except BenchError as e:  # a value the parameter's type cannot read: say which option gave it
             raise BenchError(f"--param {k}={values}: {e}") from None
         if getattr(run.params, k) not in wanted:

@@ -85,6 +85,13 @@ def clean_stale(folder: Path) -> list[Path]:
     return removed
 
 
+def _named(e: BaseException, path: Path) -> None:
+    """An OSError that names no path (a full disk met by ``write``) names the file it was for,
+    so that the user's one line says where (``bench.errors.os_problem``)."""
+    if isinstance(e, OSError) and e.errno is not None and e.filename is None:
+        e.filename = str(path)
+
+
 def write_atomic(path: Path, data: str | bytes) -> None:
     """Write to a temporary file beside ``path`` and rename it over: never a half file."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -97,8 +104,9 @@ def write_atomic(path: Path, data: str | bytes) -> None:
             os.fsync(f.fileno())
             os.fchmod(f.fileno(), 0o666 & ~UMASK)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        _named(e, path)
         raise
 
 
@@ -113,8 +121,9 @@ def save_atomic(path: Path, save: Callable[[Path], None]) -> None:
         save(Path(tmp))
         os.chmod(tmp, 0o666 & ~UMASK)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        _named(e, path)
         raise
 
 
@@ -128,8 +137,9 @@ def atomic_dir(final: Path) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=_tag(final.name), suffix=".tmp"))
     try:
         yield tmp
-    except BaseException:
+    except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)
+        _named(e, final)
         raise
     _seal(tmp)
     _open_up(tmp)

@@ -24,14 +24,19 @@ file under ``<out>/records/``:
   example: set, uid, gold, pred, and per suite the class probabilities or the attack's outcome,
   queries and perturbed text), relative to the record's directory; ``predictions_sha256`` its
   checksum
-- ``reference``: run_id of the full standard-CE record F_bias was computed against (null for a
-  suite that compares nothing); ``baseline``: the artifact key of that candidate, named by every
+- ``reference``: run_id of the full standard-CE record F_bias was computed against, or of the
+  one ``--reference`` named (null for a suite that compares nothing, and for a candidate that
+  trains nothing and names none); ``baseline``: the artifact key of that candidate, named by every
   record (an attack study's too): the leaderboard's reference is the candidate named most
 - ``artifact``: the cached candidate's directory and lineage key
 - ``degenerate``: null, or why the candidate did not learn its task (one class on > 95 % of the
   test set, or accuracy within 1 point of the majority class): flagged, never ranked
 - ``one_class``: per evaluated set, why the candidate answers one class on more than 95 % of a
   balanced set (``bench.metrics.one_class``): that cell is flagged and never ranked
+- ``timing``: how the timed ``eff/*`` metrics (its ``metrics``) were measured: ``repeats``,
+  ``attempts``, ``kept``, each attempt's ``cpu_share`` and ``load_1min``, and ``under_load``:
+  null, or why they were measured under load (``bench.model.efficiency``): those cells are
+  flagged and never ranked; absent from records made before it was kept
 - ``columns``: how each metric is shown on the leaderboard (``Column``), as its suite declared it
 - ``provenance``: ``config`` (the run's fields, its method parameters being ``params``),
   ``versions``, ``git``, ``backbone`` (its files' and its loaded weights' fingerprints),
@@ -120,6 +125,7 @@ class Record:
     created: str = ""
     degenerate: str | None = None  # why the candidate did not learn the task (bench.metrics.degenerate)
     one_class: dict[str, str] | None = None  # set -> why it answers one class there
+    timing: dict | None = None  # how the eff/* speeds were timed (bench.model.efficiency.timing); None before it was kept
     predictions_sha256: str = ""
     columns: list[dict] = field(default_factory=list)  # Column.to_dict() of every metric, as declared
     schema_version: int = SCHEMA_VERSION

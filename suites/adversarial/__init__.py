@@ -31,7 +31,7 @@ import time
 import zlib
 from collections import OrderedDict
 from dataclasses import dataclass
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
@@ -156,6 +156,16 @@ def notes(details: dict) -> list[str]:
             for recipe, d in details.get("recipes", {}).items() if d.get("resources")]
 
 
+def textattack_version() -> str:
+    """TextAttack's version, or one line saying how to install it: it is an optional dependency
+    (the ``attacks`` extra), since it brings flair and some 60 packages nothing else needs."""
+    try:
+        return version("textattack")
+    except PackageNotFoundError:
+        raise BenchError("the adversarial suite needs TextAttack, an optional dependency: "
+                         "pip install -e '.[attacks]' (docs/install.md)") from None
+
+
 @SUITES.register("adversarial")
 class Adversarial(Suite):
     name = "adversarial"
@@ -171,13 +181,14 @@ class Adversarial(Suite):
 
     def fingerprint(self, data_dir: Path | None, params: AttackParams | None = None) -> dict:
         listed = data_dir / "wordsub" / "counterfitted_neighbors.json" if data_dir else None
-        return {"textattack": version("textattack"),
+        return {"textattack": textattack_version(),
                 "neighbour_list": _sha(str(listed)) if listed is not None and listed.is_file() else None}
 
     def check(self, params: AttackParams | None, task, data_dir: Path | None) -> None:
         from suites.adversarial.mlm import check_available, task_texts
 
         p = params or AttackParams()
+        textattack_version()
         if not task.test:
             raise BenchError(f"task '{task.name}' has no test split to attack")
         if p.n > len(task.test):

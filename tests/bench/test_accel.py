@@ -97,7 +97,7 @@ def test_a_sweep_spec_s_compile_must_be_a_boolean(tmp_path, capsys):
     spec = tmp_path / "s.toml"
     spec.write_text('[[group]]\nmethod = "finetune"\nsuite = "ood"\ncompile = "yes"\n')
     assert main(["sweep", str(spec), "--dry-run", "--out", str(tmp_path / "out")]) == 2
-    assert "compile must be true or false" in capsys.readouterr().err
+    assert "compile expects bool (true or false), got 'yes'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("cmd", [["run", "--method", "finetune", "--suite", "ood"], ["sweep", "sweeps/smoke.toml"]])

@@ -201,16 +201,16 @@ def test_an_undeclared_requirement_is_refused(tmp_path, cyclic_plugin, run_spec)
     ('[defaults.sst2]\ntask = "mnli"\n[[group]]\nmethod = "imp"\nsuite = "ood"\n',
      "unknown key 'task' in [defaults.sst2]"),
     # every field type-checked, nothing coerced
-    ('[[group]]\nmethod = "imp"\nsuite = "ood"\nseed = "zero"\n', "group 1: seed must be a whole number >= 0"),
-    ('[[group]]\nmethod = "imp"\nsuite = "ood"\nseed = 1.5\n', "group 1: seed must be a whole number >= 0"),
-    ('[[group]]\nmethod = "imp"\nsuite = "ood"\nseed = [0, -1]\n', "group 1: seed must be a whole number >= 0"),
-    ('[[group]]\nmethod = "imp"\nsuite = "ood"\nsparsity = "half"\n', "group 1: sparsity must be a number"),
+    ('[[group]]\nmethod = "imp"\nsuite = "ood"\nseed = "zero"\n', "group 1: seed expects int (a whole number), got 'zero'"),
+    ('[[group]]\nmethod = "imp"\nsuite = "ood"\nseed = 1.5\n', "group 1: seed expects int (a whole number), got 1.5"),
+    ('[[group]]\nmethod = "imp"\nsuite = "ood"\nseed = [0, -1]\n', "group 1: seed must be in [0, 4294967296), got -1"),
+    ('[[group]]\nmethod = "imp"\nsuite = "ood"\nsparsity = "half"\n', "group 1: sparsity expects float (a number), got 'half'"),
     ('[defaults]\nmax_examples = "64"\n[[group]]\nmethod = "imp"\nsuite = "ood"\n',
-     "group 1: max_examples must be a whole number >= 0, got '64'"),
+     "group 1: max_examples expects int (a whole number), got '64'"),
     ('[[group]]\nmethod = "imp"\nsuite = "ood"\nparams = "epochs=1"\n', "group 1: params must be a table"),
     ('[[group]]\nmethod = "imp"\nsuite = "ood"\nparams = { epochs = { a = 1 } }\n', "group 1: params.epochs must be"),
-    ('[[group]]\nmethod = ["imp", 3]\nsuite = "ood"\n', "group 1: method must be a string or a list of them"),
-    ('[[group]]\nmethod = "imp"\nsuite = "ood"\ncompile = "yes"\n', "group 1: compile must be true or false"),
+    ('[[group]]\nmethod = ["imp", 3]\nsuite = "ood"\n', "group 1: method expects str (text), got 3"),
+    ('[[group]]\nmethod = "imp"\nsuite = "ood"\ncompile = "yes"\n', "group 1: compile expects bool (true or false), got 'yes'"),
     ('group = "finetune"\n', "group must be a list of [[group]] tables"),
     ('description = 3\n[[group]]\nmethod = "imp"\nsuite = "ood"\n', "description must be a string"),
 ])
@@ -377,7 +377,7 @@ def test_a_task_s_own_defaults_apply_to_its_runs_only_and_a_group_s_keys_still_w
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--seed", "-1"], "--seed must be a whole number >= 0, got -1"),
+    (["--seed", "-1"], "seed must be in [0, 4294967296), got -1"),
     (["--max-examples", "1"], "every label needs at least 2: raise --max-examples"),
 ])
 def test_a_negative_seed_or_a_cap_below_two_examples_a_label_is_one_line(tmp_path, capsys, argv, message):
@@ -429,7 +429,7 @@ def test_a_parameter_slice_keeps_its_runs_and_what_they_need(tmp_path, tiny_bert
                  for j in plan(runs(spec, params={"soft": "false"})).values() if j.kind == "evaluate"}
     assert ("movement", 0.5, False) in evaluated and ("movement", 0.9, False) in evaluated
     assert not any(soft for _, _, soft in evaluated)
-    both = plan(runs(spec, params={"soft": "0,1"}))
+    both = plan(runs(spec, params={"soft": "false,true"}))
     assert sum(j.kind == "build" and j.spec.method == "movement" for j in both.values()) == 4
     code = main(["sweep", str(spec.path), "--param", "sof=false", "--dry-run"])
     err = capsys.readouterr().err.strip()

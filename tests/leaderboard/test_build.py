@@ -766,3 +766,50 @@ def test_an_unreadable_record_is_listed_and_the_others_are_still_tabled_and_resc
     captured = capsys.readouterr()
     assert "broken.json" in captured.out and "unreadable" in captured.out
     assert "20 re-scored exactly" in captured.out and "1 unreadable" in captured.out
+
+
+def test_a_speed_measured_under_load_is_flagged_and_never_ranked():
+    """A record whose speeds were timed on a contended machine (``timing.under_load``): its timed
+    cells say so, the row is not ranked on such a column though its speed-up is the table's
+    best, the CSV names the seed and the site sorts the cell with the missing. Its untimed
+    numbers (parameters, accuracy) are shown and ranked as ever."""
+    import re
+
+    from bench.model.efficiency import TIMED  # the keys a record names as timed
+    from leaderboard.export import aggregated
+    from leaderboard.site import main_table as site_table
+
+    speed = Column("eff/speedup_bs1", "speed-up bs1", "ratio", primary=True).to_dict()
+    params = Column("eff/params_m", "params (M)", "number", None).to_dict()
+    recs = []
+    for label, up in (("fast (ce)", 1.4), ("slow (ce)", 0.9), ("loaded (ce)", 3.0)):
+        for seed in (0, 1, 2):
+            r = _rec(label, seed, None, 0.8, 0.6, 1.0)
+            r.metrics |= {"eff/speedup_bs1": up + seed / 100, "eff/params_m": 22.7}
+            r.columns = [speed, params]
+            r.timing = {"metrics": list(TIMED), "repeats": 5, "attempts": 1, "under_load": None}
+            if label == "loaded (ce)" and seed == 1:
+                r.timing |= {"attempts": 3, "under_load": "CPU share 0.61 < 0.8 in each of 3 timed attempts"}
+            recs.append(r)
+    (sec,) = sections(recs)
+    assert [c.label for c in sec.ranked] == ["fast (ce)", "slow (ce)"]
+    md = build(recs)
+    rows = {ln.split("|")[2].strip(): ln for ln in md.splitlines() if ln.startswith("| ") and "(ce)" in ln}
+    loaded = [c.strip() for c in rows["loaded (ce)"].split("|")]
+    assert loaded[1] == "—" and "⚠ measured under load (seed 1)" in loaded[4]
+    assert "under load" not in loaded[5]  # a parameter count is not timed
+    assert all("under load" not in rows[k] and rows[k].split("|")[1].strip() != "—" for k in ("fast (ce)", "slow (ce)"))
+    assert "⚠ measured under load (seed 0): that seed's speeds were timed while" in md
+    assert "measured under load" not in build([r for r in recs if r.label != "loaded (ce)"])  # no such cell, no legend
+    flags = {row["method"]: row["eff/speedup_bs1:under_load_seeds"] for _, row in aggregated(sec).iterrows()}
+    assert flags == {"fast (ce)": "", "slow (ce)": "", "loaded (ce)": "1"} and "eff/params_m:under_load_seeds" not in aggregated(sec)
+    html = site_table(sec)
+    assert re.search(r'<td data-v="">3\.01 ± [^<]*measured under load', html)
+    assert re.search(r'<td data-v="1\.4[0-9]*">1\.41', html)
+
+    for r in recs:  # ranked on accuracy instead: the loaded row's accuracy is ranked, its speed still flagged
+        r.columns = [*COLUMNS, {**speed, "primary": False}]
+    (sec,) = sections(recs)
+    assert "loaded (ce)" in [c.label for c in sec.ranked]
+    row = next(ln for ln in build(recs).splitlines() if ln.startswith("| ") and "loaded (ce)" in ln)
+    assert row.split("|")[1].strip() != "—" and "⚠ measured under load (seed 1)" in row

@@ -54,6 +54,9 @@ def test_a_checkpoint_is_judged_with_its_own_head_and_labels_matched_by_name(run
     assert rec.label == "checkpoint (as is)" and rec.method_info["labels"] == {
         "entailment": "Entailment", "neutral": "neutral", "contradiction": "CONTRADICTION"}
     assert rec.provenance["backbone"]["name"] == str(ckpt) and len(rec.provenance["backbone"]["files"]) == 16
+    # judged as it is: no F_bias reference fine-tuned on demand (issue 103), so no F_bias
+    assert rec.reference is None and not any(k.startswith("f_bias/") for k in rec.metrics)
+    assert [p.name.split("-")[0] for p in (runner.out / "artifacts").iterdir()] == ["checkpoint"]
     task = runner.task_data(resolve("checkpoint", "ood", backbone=str(ckpt), max_examples=40))
     rows = _by_uid(load_predictions(runner.out / "records", rec), {"test"})
     plain = _plain_probs(ckpt, task.test)

@@ -323,3 +323,24 @@ def test_a_users_word_list_pickle_is_read_as_plain_data_only(tmp_path):
     evil.write_bytes(pickle.dumps({"x": Evil()}))
     with pytest.raises(BenchError, match="refusing to load"):
         word_list(evil)
+
+
+def test_without_the_attacks_extra_the_suite_is_one_line_saying_what_to_install(monkeypatch, capsys, tmp_path):
+    import importlib
+    import importlib.metadata
+
+    from bench.cli import main
+
+    adversarial = importlib.import_module("suites.adversarial")  # the package (its name is also a function's)
+
+    def absent(name):
+        if name == "textattack":
+            raise importlib.metadata.PackageNotFoundError(name)
+        return importlib.metadata.version(name)
+
+    monkeypatch.setattr(adversarial, "version", absent)
+    code = main(["run", "--method", "finetune", "--suite", "adversarial", "--task", "sent_synth", "--out", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err[-1] == ("bench: error: the adversarial suite needs TextAttack, an optional dependency: "
+                                    "pip install -e '.[attacks]' (docs/install.md)")
+    assert not (tmp_path / "records").exists()  # nothing trained first

@@ -181,15 +181,15 @@ def test_an_evaluation_file_with_a_byte_order_mark_snli_gold_labels_and_a_cap(tm
                     max_length=64, bias_features="none", train=[], dev=[], test=[], ood={}, sources=[])
     bom = tmp_path / "sheet.csv"
     bom.write_bytes("\ufeffpremise,hypothesis,label\na,b,entailment\nc,d,neutral\n".encode())
-    examples, _ = load(str(bom), task)
+    examples, _, _ = load(str(bom), task)
     assert [e.label for e in examples] == [0, 1]
     rows = [{"sentence1": f"s{i}", "sentence2": "t", "gold_label": ["entailment", "-", "contradiction"][i % 3]}
             for i in range(30)]
     snli = tmp_path / "snli_dev.jsonl"
     snli.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    examples, source = load(str(snli), task)
+    examples, source, _ = load(str(snli), task)
     assert len(examples) == 20 and {e.label for e in examples} == {0, 2} and "10 rows without a gold label" in source.detail
-    capped, source = load(str(snli), dataclasses.replace(task, cap=8))
+    capped, source, _ = load(str(snli), dataclasses.replace(task, cap=8))
     assert len(capped) == 8 and {e.label for e in capped} == {0, 2} and "capped at 8" in source.detail
 
 

@@ -134,8 +134,9 @@ class MNLIDevSplit(Task):
     def load(self, data_dir: Path | None) -> TaskData:
         path = find_file(data_dir, ["mnli/dev_matched.tsv", "MNLI/dev_matched.tsv", "multinli_1.0_dev_matched.jsonl"], "MNLI dev-matched")
         examples, files = read_mnli_file(path), [path]
-        hardness = path.parent / "dev_matched_hardness.csv"
-        if hardness.is_file():  # hypothesis-only hard / easy flags (Gururangan et al. 2018), same order
+        hardness = next((h for h in (path.parent / "dev_matched_hardness.csv", data_dir / "mnli" / "dev_matched_hardness.csv")
+                         if h.is_file()), None)  # beside GLUE's MNLI/dev_matched.tsv, or in mnli/ (bench data fetch)
+        if hardness:  # hypothesis-only hard / easy flags (Gururangan et al. 2018), same order
             examples = with_hardness(examples, hardness)
             files.append(hardness)
         train, dev, test = split_seeded(examples, MNLI_SPLIT_SIZES, MNLI_SPLIT_SEED)
