@@ -157,8 +157,8 @@ def fetch(files: list[DataFile], folder: Path, mirror: str = "", log=print) -> l
     """Fetch each file that is not already here; returns one line per problem. Each file is
     converted from its origin and kept if its bytes are the listed ones; where the origin's
     conversion is not exact (or no conversion reproduces the studies' copy), the official file
-    is kept under its official name instead, which the loaders read. A file no public archive
-    holds is named with where to get it. Offline, one line says what to fetch, and nothing is
+    is kept under its official name instead, which the loaders read. A file with no pinned
+    download is named with where to get it. Offline, one line says what to fetch, and nothing is
     created."""
     problems: list[str] = []
     unreachable: dict[str, tuple[str, list[str]]] = {}
@@ -174,7 +174,7 @@ def fetch(files: list[DataFile], folder: Path, mirror: str = "", log=print) -> l
                 continue
             origin = _mirrored(f, mirror) if mirror else f.origin
             if origin is None:
-                log(f"{f.path}: no public archive holds it; get it by hand from {f.source}")
+                log(f"{f.path}: no pinned download is listed for it; get it by hand from {f.source} (docs/data.md)")
                 continue
             host = urllib.parse.urlsplit(origin.url).netloc
             if host in unreachable:

@@ -135,7 +135,7 @@ def test_fetch_converts_each_official_format_and_refuses_corruption_and_a_foreig
     assert len(problems) == 2
     assert "bad/dev.tsv: what http://127.0.0.1" in problems[0] and "does not match its pinned checksum" in problems[0]
     assert "moved/test.tsv:" in problems[1] and "to another host, localhost" in problems[1]
-    assert "hand/made.tsv: no public archive holds it; get it by hand from https://example.org/page" in said
+    assert "hand/made.tsv: no pinned download is listed for it; get it by hand from https://example.org/page (docs/data.md)" in said
     again: list[str] = []
     assert fetch_all(files[:6], dest, again) == [] and all("already here" in s or "official" in s for s in again)
 
