@@ -64,9 +64,9 @@ def _runs(cand: Candidate) -> str:
     for r in sorted(cand.records, key=lambda r: (r.seed, r.suite)):
         git = r.provenance.get("git") or {}
         dirty = " (uncommitted changes)" if git.get("dirty") else ""
-        items.append(f"<li><b>seed {r.seed}, {_e(r.suite)}</b>: <code>{_e(r.run_id)}</code>; commit "
+        items.append(f"<li><b>seed {_e(str(r.seed))}, {_e(r.suite)}</b>: <code>{_e(r.run_id)}</code>; commit "
                      f"<code>{_e(str(git.get('commit', '?'))[:10])}</code>{dirty}; {_e(r.created)}; "
-                     f"{_e((r.provenance.get('device') or {}).get('name', '?'))}; {r.provenance.get('wall_seconds', '?')} s"
+                     f"{_e((r.provenance.get('device') or {}).get('name', '?'))}; {_e(str(r.provenance.get('wall_seconds', '?')))} s"
                      f"<br><code class=cmd>{_e(command(r))}</code></li>")
     return f"<details class=runs><summary>runs ({len(cand.records)})</summary><ul>{''.join(items)}</ul></details>"
 
