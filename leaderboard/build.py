@@ -29,7 +29,6 @@ averaged.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -38,6 +37,7 @@ import pandas as pd
 
 from bench.store.records import Column, Record
 from bench.store.references import Reference
+from leaderboard.legend import UNDER_LOAD, against, header, legend, twins
 from leaderboard.pairing import device
 from leaderboard.plot import heatmap, plot
 from leaderboard.sections import (
@@ -49,11 +49,8 @@ from leaderboard.sections import (
     nonzero,
     sections,
     slug,
-    suite_setting,
 )
 from leaderboard.stats import MIN_SEEDS_FOR_INTERVAL, fmt, mcnemar
-
-UNDER_LOAD = "measured under load"
 
 
 def _target(c: Candidate, full: int) -> str:
@@ -103,7 +100,7 @@ def ranks(sec: Section) -> dict[int, str]:
         out[id(c)] = (f"{lo}" if lo == hi else f"{lo}-{hi}") + (f" {marks[id(c)]}" if id(c) in marks else "")
     if sec.reference is not None:
         out[id(sec.reference)] = out.get(id(sec.reference), "—") + " (ref)"
-    for mate in _twins(sec):
+    for mate in twins(sec):
         out[id(mate)] = out.get(id(mate), "—") + f" (ref, {device(mate)})"
     return out
 
@@ -128,16 +125,6 @@ def at_chance(cand: Candidate, col: Column) -> list[int]:
     the majority class: the record's ``degenerate``), so D = (F_dev - F_ood) / F_dev is about 0
     and F_bias about 0 reads as 'unbiased'. Such a row is never ranked."""
     return cand.degenerate if col.key.startswith("f_bias/") else []
-
-
-def _twins(sec: Section) -> list[Candidate]:
-    """The reference's twins on other devices that some test was paired with."""
-    return list({id(t.reference): t.reference for t in sec.tests if t.reference is not sec.reference}.values())
-
-
-def _against(sec: Section) -> str:
-    """The reference as the legend and the paired tests' heading name it, with its twins."""
-    return sec.reference.name + "".join(f"; rows on {device(m)}: against {m.name}" for m in _twins(sec))
 
 
 def main_table(sec: Section) -> pd.DataFrame:
@@ -219,78 +206,6 @@ def tests_table(sec: Section) -> pd.DataFrame | None:
     return pd.DataFrame([{k: r.get(k, "") for k in ["method", "sparsity", *cols]} for r in rows.values()])
 
 
-def _header(sec: Section) -> list[str]:
-    rs = sec.records
-    notes = {r.provenance["data"].get("note", "") for r in rs} - {""}
-    kinds = {s["kind"] + ": " + s["detail"] for r in rs for s in r.provenance["data"]["sources"]}
-    sizes = {}
-    for r in rs:
-        sizes.setdefault(r.suite, r.details.get("sizes", {}))
-    versions = sorted({f"transformers {r.provenance['versions'].get('transformers')}, torch {r.provenance['versions'].get('torch')}"
-                       + (f", textattack {r.details['textattack']}" if r.details.get("textattack") else "") for r in rs})
-    settings = sorted({f"{r.suite}: {suite_setting(r)}" for r in rs if suite_setting(r)})
-    lines = [f"- backbone: `{sec.backbone}`; data: {'; '.join(sorted(notes)) or '; '.join(sorted(kinds))}",
-             "- evaluated examples: " + "; ".join(f"suite `{s}`: " + ", ".join(f"{k} {v}" for k, v in z.items())
-                                                   for s, z in sorted(sizes.items())),
-             f"- {'; '.join(versions)}; device: {'; '.join(sorted({r.provenance['device'].get('name', '?') for r in rs}))}"]
-    lines += [f"- suite settings: {'; '.join(settings)}"] if settings else []
-    lines += [f"- {n}" for n in sorted({n for r in rs for n in r.details.get("notes", [])})]
-    return lines + [_code(rs)]
-
-
-def _code(rs: list[Record]) -> str:
-    """Which code made a table's records (each record's ``provenance.git``). A reviewer checks a
-    number out at its commit; a record made with uncommitted changes to tracked files has no
-    commit that holds its code, so those are counted by the commit they started from."""
-    gits = [g for r in rs if (g := r.provenance.get("git") or {}).get("commit") not in (None, "", "unknown")]
-    commits = Counter(str(g["commit"])[:7] for g in gits)
-    dirty = Counter(str(g["commit"])[:7] for g in gits if g.get("dirty") is True)
-    where = f"git commit `{next(iter(commits))}`" if len(commits) == 1 else f"{len(commits)} git commits"
-    records = f"{len(rs)} record{'s' * (len(rs) != 1)}"
-    if len(gits) == len(rs):
-        line = f"- code: {records} from {where}"
-    elif gits:
-        line = f"- code: {records}, {len(gits)} from {where} and {len(rs) - len(gits)} with no commit recorded"
-    else:
-        line = f"- code: {records}, none with a commit recorded"
-    if dirty:
-        line += (f"; {dirty.total()} of them with uncommitted changes to tracked files ("
-                 + ", ".join(f"`{c}` {k}" for c, k in sorted(dirty.items())) + ")")
-    elif len(gits) == len(rs) and all(g.get("dirty") is False for g in gits):
-        line += (", each" if len(rs) > 1 else ",") + " with no uncommitted changes to tracked files"
-    return line + " (`provenance.git`)"
-
-
-def _legend(sec: Section) -> str:
-    ref = _against(sec) if sec.reference else sec.no_reference or "none in this table"
-    if sec.primary is None:
-        return "Not ranked (no primary column)." + _load_legend(sec)
-    return (f"Rank: by {sec.primary.label}, in groups. Two rows share ranks unless the paired test separates them: "
-            "the per-seed differences paired by seed, their standard error adding the examples' sampling variance "
-            "(cluster-robust where the set declares clusters), Student t with the Welch-Satterthwaite degrees of "
-            "freedom, from at least 3 paired seeds, Holm-corrected over every pair of this table's ranked rows, "
-            "p < 0.05. A row's rank runs from 1 + the rows significantly above it to n - the rows significantly "
-            "below it: \"1\" is alone at the top, \"2-4\" is tied with the rows whose ranks overlap. ▲ / ▼: "
-            f"significantly above / below the reference ({ref}) on it, by the same test, Holm-corrected across this "
-            "table's tests against the reference. ⚠ partial collapse (s2 class 1: 0.0 %): seed 2's model gives class 1 "
-            "as 0.0 % of its answers on the column's set, one of: some class on more than 85 % of a balanced set, or "
-            "a gold class that is at least 10 % of the set on under 2 % (its number there is not the task's "
-            "skill); a row flagged on its ranking column, or "
-            "degenerate, is not ranked. F_bias: below 1 less biased than the full standard-CE model of the same "
-            "seed; below 0 the model scores higher out of distribution than in it (its bias degree is negative); "
-            "⚠ ID at chance: that seed did not learn the task, and its F_bias means nothing." + _load_legend(sec))
-
-
-def _load_legend(sec: Section) -> str:
-    """The legend's words for ⚠ measured under load, in a table that has such a cell."""
-    if not any(c.under_load(col.key) for c in sec.candidates for col in sec.columns):
-        return ""
-    return (f" ⚠ {UNDER_LOAD} (seed 0): that seed's speeds were timed while other work held the machine's cores "
-            "(in each of its timed attempts, its process got a smaller share of the CPU time its threads could have had "
-            "than its record's `timing.contended_below`); the number is the machine's load as much as the model's, and "
-            "is never ranked.")
-
-
 def build(records: list[Record], markdown: Path | None = None, references: list[Reference] = ()) -> str:
     """The leaderboard Markdown; with ``markdown`` (where it will be written), the sparsity
     plots are written to ``plots/`` beside it and linked, and every table as CSV and JSON to
@@ -319,7 +234,7 @@ def build(records: list[Record], markdown: Path | None = None, references: list[
         if not sec.records:
             out += ["No runs yet, published numbers only.", "", main_table(sec).to_markdown(index=False, disable_numparse=True), ""]
             continue
-        out += [*_header(sec), "", main_table(sec).to_markdown(index=False, disable_numparse=True), "", _legend(sec), ""]
+        out += [*header(sec), "", main_table(sec).to_markdown(index=False, disable_numparse=True), "", legend(sec), ""]
         if markdown is not None:
             out += _plots(sec, markdown)
         for name, df in details_tables(sec):
@@ -330,7 +245,7 @@ def build(records: list[Record], markdown: Path | None = None, references: list[
                     kept.to_markdown(index=False, disable_numparse=True), ""]
         tests = tests_table(sec)
         if tests is not None:
-            out += [f"Paired tests against {_against(sec)}, {sec.task}: mean per-seed difference, points (Holm-adjusted "
+            out += [f"Paired tests against {against(sec)}, {sec.task}: mean per-seed difference, points (Holm-adjusted "
                     "p of the test over k seeds and the examples; ✓ p < 0.05 with k ≥ 3; one seed: the exact McNemar "
                     "test of the two fixed models, no mark):", "",
                     tests.to_markdown(index=False, disable_numparse=True), ""]

@@ -25,8 +25,9 @@ from bench.errors import BenchError
 from bench.registry import COMMANDS
 from bench.store.atomic import write_atomic
 from bench.store.records import STUDIES, Record, parse_predictions, read_predictions, study_folders
-from leaderboard.build import _legend, at_chance, cell, details_tables, ranks
+from leaderboard.build import at_chance, cell, details_tables, ranks
 from leaderboard.evidence import has_attack_rows, outcomes_of
+from leaderboard.legend import legend
 from leaderboard.sections import Candidate, Section, sections, slug
 
 ASSETS = Path(__file__).parent / "site_assets"
@@ -158,7 +159,7 @@ def study_page(title: str, secs: list[Section], out: Path, where: dict[str, Path
             continue
         name = slug(sec.task, sec.backbone)
         parts += [f"<section class=study data-table='{name}'><h2>{_e(sec.task)} — backbone <code>{_e(sec.backbone)}</code></h2>",
-                  _filters(sec), main_table(sec), f"<p class=legend>{_e(_legend(sec))}</p>"]
+                  _filters(sec), main_table(sec), f"<p class=legend>{_e(legend(sec))}</p>"]
         for png in (f"{name}.png", f"{name}_pattern.png"):
             if (src / "plots" / png).is_file():
                 (out / "plots").mkdir(parents=True, exist_ok=True)

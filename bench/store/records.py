@@ -60,6 +60,7 @@ from pathlib import Path
 
 from bench.errors import BenchError
 from bench.store.atomic import exclusive, write_atomic
+from bench.store.validate import check_types, predictions_file
 
 SCHEMA_VERSION = 3
 
@@ -149,34 +150,6 @@ def _finite(obj):
     return obj
 
 
-_KINDS = {"str": (str,), "int": (int,), "dict": (dict,), "list": (list,), "None": (type(None),)}
-
-
-def _field_types(annotation: str) -> tuple[type, ...]:
-    """The JSON types a Record field may hold, from its annotation (``dict[str, float] | None``
-    -> dict or None)."""
-    return tuple(t for part in annotation.split("|") for t in _KINDS[part.strip().split("[")[0]])
-
-
-def check_types(data: dict, path: Path) -> None:
-    """A record read from disk holds what its fields declare: text where text is due, a whole
-    number for the seed, numbers (or null) for metrics. Records are untrusted input; a string
-    where a number belongs would reach the tables and the site as it is."""
-    for f in Record.__dataclass_fields__.values():
-        if f.name == "where" or f.name not in data:
-            continue
-        value, allowed = data[f.name], _field_types(f.type)
-        if isinstance(value, bool) or not isinstance(value, allowed):
-            raise BenchError(f"{path}: field '{f.name}' holds {type(value).__name__} {str(value)[:40]!r}, "
-                             f"not {' or '.join(t.__name__ for t in allowed)}")
-    if data.get("seed", 0) < 0:
-        raise BenchError(f"{path}: field 'seed' is negative")
-    bad = next((k for k, v in data.get("metrics", {}).items()
-                if isinstance(v, bool) or not isinstance(v, int | float | type(None))), None)
-    if bad is not None:
-        raise BenchError(f"{path}: metric '{bad}' is not a number")
-
-
 def load_record(path: Path) -> Record:
     try:
         data = json.loads(path.read_text())
@@ -187,7 +160,7 @@ def load_record(path: Path) -> Record:
                              f"python -m bench migrate {path.parent.parent}")
         if data.get("schema_version") != SCHEMA_VERSION:
             raise BenchError(f"{path}: record schema {data.get('schema_version')} is not {SCHEMA_VERSION}")
-        check_types(data, path)
+        check_types(data, path, Record)
         return Record(**data, where=path.parent)
     except (OSError, ValueError, TypeError) as e:
         raise BenchError(f"{path}: not a readable run record ({e})") from e
@@ -270,19 +243,6 @@ def write_run(out: Path, run_id: str, rows: list[dict], record_of: Callable[[str
     with exclusive(predictions_path(out, run_id)):
         predictions, checksum = write_predictions(out, run_id, rows)
         write_atomic(path, record_of(predictions, checksum).to_json())
-    return path
-
-
-def predictions_file(records_dir: Path, record: Record) -> Path:
-    """Where the record's per-example file is: its path is relative to its records folder and
-    must stay inside the study folder above it. A record is untrusted; one pointing elsewhere
-    (``../../../outside.jsonl`` with that file's checksum) would re-score a file that is not
-    the study's."""
-    study = records_dir.resolve().parent
-    path = (records_dir / record.predictions).resolve()
-    if not path.is_relative_to(study):
-        raise BenchError(f"record {record.run_id}: its predictions path {record.predictions!r} leads outside its "
-                         f"study folder {study}; refused")
     return path
 
 

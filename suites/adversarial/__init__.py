@@ -31,7 +31,7 @@ import time
 import zlib
 from collections import OrderedDict
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
+from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +45,7 @@ from bench.metrics import accuracy
 from bench.registry import SUITES, did_you_mean
 from bench.store.atomic import sha256_file, write_atomic
 from suites.adversarial.recipes import RECIPE_NAMES, RECIPES, Sources, build
+from suites.adversarial.resources import textattack_version
 
 # Classifier-forward equivalents per attacked example and recipe, for sweep estimates: measured on
 # SST-2 with MiniLM on 2 CPU cores (results/tickets: 100 sentences x 3 recipes in 470-730 s at
@@ -154,16 +155,6 @@ def notes(details: dict) -> list[str]:
     return [f"{RECIPE_NAMES.get(recipe, recipe)} resources ({details.get('resources_tag', '')}): "
             + "; ".join(f"{r['role']}: {r['name']} ({r['kind']})" for r in d.get("resources", []))
             for recipe, d in details.get("recipes", {}).items() if d.get("resources")]
-
-
-def textattack_version() -> str:
-    """TextAttack's version, or one line saying how to install it: it is an optional dependency
-    (the ``attacks`` extra), since it brings flair and some 60 packages nothing else needs."""
-    try:
-        return version("textattack")
-    except PackageNotFoundError:
-        raise BenchError("the adversarial suite needs TextAttack, an optional dependency: "
-                         "pip install -e '.[attacks]' (docs/install.md)") from None
 
 
 @SUITES.register("adversarial")

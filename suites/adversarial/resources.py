@@ -201,3 +201,13 @@ def stopwords() -> tuple[set[str] | None, Resource]:
     words = set(textfooler_stopwords())
     return words, Resource("stopwords", "fallback", f"TextAttack's TextFooler stop-word list ({len(words)} words) for NLTK's",
                            _pkg("textattack"))
+
+
+def textattack_version() -> str:
+    """TextAttack's version, or one line saying how to install it: it is an optional dependency
+    (the ``attacks`` extra), since it brings flair and some 60 packages nothing else needs."""
+    try:
+        return version("textattack")
+    except PackageNotFoundError:
+        raise BenchError("the adversarial suite needs TextAttack, an optional dependency: "
+                         "pip install -e '.[attacks]' (docs/install.md)") from None

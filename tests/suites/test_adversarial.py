@@ -331,14 +331,14 @@ def test_without_the_attacks_extra_the_suite_is_one_line_saying_what_to_install(
 
     from bench.cli import main
 
-    adversarial = importlib.import_module("suites.adversarial")  # the package (its name is also a function's)
+    resources = importlib.import_module("suites.adversarial.resources")
 
     def absent(name):
         if name == "textattack":
             raise importlib.metadata.PackageNotFoundError(name)
         return importlib.metadata.version(name)
 
-    monkeypatch.setattr(adversarial, "version", absent)
+    monkeypatch.setattr(resources, "version", absent)
     code = main(["run", "--method", "finetune", "--suite", "adversarial", "--task", "sent_synth", "--out", str(tmp_path)])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and err[-1] == ("bench: error: the adversarial suite needs TextAttack, an optional dependency: "
