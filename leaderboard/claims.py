@@ -34,13 +34,15 @@ import numpy as np
 
 from bench.errors import BenchError
 from bench.store.records import Record
+from leaderboard.candidate import Candidate
 from leaderboard.claims_file import PLAN, Claim, Registered, load_claims, read_plan
 from leaderboard.evidence import checked_records
 from leaderboard.pairing import Pairing, metric_value, paired
 from leaderboard.power import Components
 from leaderboard.power import mde as detectable
-from leaderboard.sections import Candidate, sections
+from leaderboard.sections import sections
 from leaderboard.stats import MIN_SEEDS_FOR_INTERVAL, Crossed, crossed
+from leaderboard.table import collapse, labels
 
 # The rule: (row, verdict, when). The first row that applies gives the verdict; docs/claims.md
 # prints this table and a test checks each row.
@@ -236,22 +238,25 @@ def _measure(claim: Claim, sec, cand: Candidate | None, ref: Candidate | None, p
                        strata=res.pairing.strata)
     if res.test is None and len(res.seeds) > 1:
         res.problem = "the examples' clusters leave the example variance no degree of freedom"
-    res.untestable = _untestable(claim, cand, ref, rows, res.seeds)
+    res.untestable = _untestable(claim, cand, ref, rows, res.seeds, labels(sec))
     return res
 
 
-def _untestable(claim: Claim, cand: Candidate, ref: Candidate, rows: tuple[str, ...], seeds: list[int]) -> str:
+def _untestable(claim: Claim, cand: Candidate, ref: Candidate, rows: tuple[str, ...], seeds: list[int],
+                names: dict[str, list[str]] | None = None) -> str:
     """Why a side cannot carry the claim at this scale: it did not learn its task, its answers
     collapsed or partly collapsed on the claim's set (``bench.metrics.CollapseRule``, with the
-    claims file's thresholds), or it is at chance on the claim's metric."""
+    claims file's thresholds; its class by name, ``names``), or it is at chance on the claim's
+    metric."""
     why = []
     for side in (cand, ref):
         recs = [(s, r) for s in seeds if (r := side.record(s, claim.metric)) is not None]
         parts = []
         if bad := [s for s, r in recs if r.degenerate]:
             parts.append(f"did not learn its task (seed {', '.join(map(str, bad))})")
-        if bad := side.collapsed(claim.metric, rows, seeds, claim.collapse):
-            parts.append(f"on {'/'.join(rows)}: " + "; ".join(f"seed {s} {why}" for s, why in bad.items()))
+        if bad := side.collapsed_on(claim.metric, rows, seeds, claim.collapse):
+            parts.append(f"on {'/'.join(rows)}: " + "; ".join(f"seed {s} partial collapse ({collapse(names, on, how)})"
+                                                             for s, (on, how) in bad.items()))
         mean = float(np.mean([metric_value(side, s, claim.metric) for s in seeds]))
         if mean <= claim.chance + claim.margin:
             parts.append(f"at chance ({100 * mean:.1f} %)")

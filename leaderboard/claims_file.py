@@ -45,7 +45,7 @@ from bench.metrics import COLLAPSE, CollapseRule
 from leaderboard.stats import ALPHA
 
 if TYPE_CHECKING:
-    from leaderboard.sections import Candidate
+    from leaderboard.candidate import Candidate
 
 DIRECTIONS = ("higher", "lower", "comparable")
 NUMBERS = ("chance", "margin", "smallest_effect")

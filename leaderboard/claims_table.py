@@ -9,10 +9,10 @@ import re
 from pathlib import Path
 
 from bench.store.atomic import write_atomic
+from leaderboard.candidate import SHARE
 from leaderboard.claims import Result, study_results
 from leaderboard.claims_file import Claim, needed
 from leaderboard.pairing import metric_value
-from leaderboard.sections import SHARE
 from leaderboard.stats import MIN_SEEDS_FOR_INTERVAL, bootstrap, fmt
 
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"

@@ -24,28 +24,6 @@ from bench.store.records import STUDIES, study_folders
 DEFAULT_OUT = "runs"
 
 
-def _dirty(record) -> bool:
-    return record.provenance.get("git", {}).get("dirty") is not False
-
-
-def merged(found: list) -> list:
-    """Records of several studies with each run once: one run in two studies must report the
-    same results there (``leaderboard.evidence.same_results``); the copy made from a clean
-    tree is kept."""
-    from leaderboard.evidence import same_results
-
-    records = {}
-    for r in found:
-        seen = records.setdefault(r.run_id, r)
-        if seen is r:
-            continue
-        if not same_results(seen, r):
-            raise BenchError(f"run {r.run_id} is in {seen.where} and {r.where} with different results: keep one")
-        if _dirty(seen) and not _dirty(r):  # one run in two studies: the copy made from a clean tree
-            records[r.run_id] = r
-    return list(records.values())
-
-
 def write(out: Path | list[Path], output: Path | None = None) -> tuple[Path, list[str]]:
     """OUT/records (and OUT/references) -> Markdown; needs no torch. Several OUTs (studies)
     give one table per task and backbone with every candidate of them all. Only records that
@@ -53,7 +31,7 @@ def write(out: Path | list[Path], output: Path | None = None) -> tuple[Path, lis
     left out (said on stderr here, so that the caller can exit non-zero once the rest is done)."""
     from bench.store.references import load_references
     from leaderboard.build import build  # pandas and plots: only when a table is written
-    from leaderboard.evidence import check
+    from leaderboard.evidence import check, merged
 
     given = list({o.resolve(): o for o in (out if isinstance(out, list) else [out])}.values())  # each folder once
     if len(given) > 1 and output is None:
@@ -66,7 +44,7 @@ def write(out: Path | list[Path], output: Path | None = None) -> tuple[Path, lis
     for line in found.rejected:
         print(f"bench: error: left out of the leaderboard: {line}", file=sys.stderr)
     records = merged(found.records)
-    write_atomic(target, build(records, markdown=target, references=[x for o in outs for x in load_references(o)]))
+    write_atomic(target, build(records, where=target, references=[x for o in outs for x in load_references(o)]))
     return target, found.rejected
 
 
@@ -184,7 +162,7 @@ class Publish(Command):
             left_out += write(group)[1]
         write_readme(root)
         left_out += write_site(sorted({p.parent for p in (root / "results").glob("*/findings.md")}
-                                      | {p.parent for p in (root / "results").glob(f"*/{STUDIES}")}), root / SITE)[1]
+                                      | {p.parent for p in (root / "results").glob(f"*/{STUDIES}")}), root / SITE, browse=False)[1]
         bad = conformance.write(root)
         write_atomic(root / "docs" / "reference.md", reference_markdown())
         write_schemas(root)

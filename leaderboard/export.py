@@ -8,8 +8,8 @@
 - ``..._seeds.csv``: a row per candidate and seed, each column's value from that seed's record;
 - ``....json``: both, and each column's label, unit, direction, table and interval kind.
 
-A reader sorts, filters and plots these without parsing Markdown; a test checks that they hold
-the Markdown's numbers.
+A reader sorts, filters and plots these without parsing Markdown. The numbers are the cells of
+``leaderboard.table``, the ones the Markdown and the site draw, in the same row order.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ import json
 import math
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from bench.store.atomic import write_atomic
-from leaderboard.build import ranks
-from leaderboard.sections import BOUNDS, SCALE, Candidate, Section, slug
-from leaderboard.stats import MIN_SEEDS_FOR_BOOTSTRAP, MIN_SEEDS_FOR_INTERVAL, interval
+from leaderboard.candidate import SCALE, Candidate, slug
+from leaderboard.sections import Section
+from leaderboard.stats import MIN_SEEDS_FOR_BOOTSTRAP, MIN_SEEDS_FOR_INTERVAL
+from leaderboard.table import cell, order, ranks
 
 
 def _finite(values: list) -> list[float]:
@@ -37,20 +37,17 @@ def _who(sec: Section, cand: Candidate) -> dict:
 
 
 def aggregated(sec: Section) -> pd.DataFrame:
-    """A row per candidate: what each Markdown cell shows, as numbers."""
+    """A row per candidate, in the table's order: what each cell shows, as numbers."""
     rank = ranks(sec)
     timed = {k for r in sec.records if r.timing for k in r.timing.get("metrics", ())}
     rows = []
-    for cand in sec.candidates:
+    for cand in order(sec):
         row = _who(sec, cand) | {"rank": rank.get(id(cand), ""), "degenerate_seeds": " ".join(map(str, cand.degenerate))}
         for col in sec.columns:
-            vals = _finite(cand.values(col.key))
-            scale = SCALE[col.kind][0]
-            ci = interval(vals, BOUNDS.get(col.kind)) if vals else None
-            row |= {f"{col.key}:seeds": len(vals), f"{col.key}:mean": float(np.mean(vals)) * scale if vals else None,
-                    f"{col.key}:sd": float(np.std(vals, ddof=1)) * scale if len(vals) > 1 else None,
-                    f"{col.key}:ci_low": ci[0] * scale if ci else None, f"{col.key}:ci_high": ci[1] * scale if ci else None,
-                    f"{col.key}:collapsed_seeds": " ".join(map(str, cand.collapsed(col.key, col.rows))) if vals else ""}
+            got = cell(cand, col)
+            row |= {f"{col.key}:seeds": got.seeds, f"{col.key}:mean": got.mean, f"{col.key}:sd": got.sd,
+                    f"{col.key}:ci_low": got.low, f"{col.key}:ci_high": got.high,
+                    f"{col.key}:collapsed_seeds": " ".join(map(str, cand.collapsed(col.key, col.rows))) if got.seeds else ""}
             if col.key in timed:
                 row[f"{col.key}:under_load_seeds"] = " ".join(map(str, cand.under_load(col.key)))
         rows.append(row)
@@ -60,7 +57,7 @@ def aggregated(sec: Section) -> pd.DataFrame:
 def per_seed(sec: Section) -> pd.DataFrame:
     """A row per candidate and seed: each column's number from that seed's record."""
     rows = []
-    for cand in sec.candidates:
+    for cand in order(sec):
         for seed in cand.seeds:
             row = _who(sec, cand) | {"seed": seed}
             for col in sec.columns:

@@ -16,11 +16,14 @@ from pathlib import Path
 
 from bench.errors import BenchError
 from bench.store.atomic import write_atomic
-from leaderboard.build import main_table
+from leaderboard.build import frame
+from leaderboard.candidate import shown
 from leaderboard.claims import RULE, Result, measure
 from leaderboard.claims_file import PLAN, load_claims, read_plan
 from leaderboard.evidence import checked_records
+from leaderboard.legend import literal
 from leaderboard.sections import sections
+from leaderboard.table import main
 
 START, END = "<!-- headline:start -->", "<!-- headline:end -->"
 STUDIES_START, STUDIES_END = "<!-- studies:start -->", "<!-- studies:end -->"
@@ -32,11 +35,12 @@ LEFT_OUT = ("sparsity % (achieved)", "seeds")  # the full table has them; here t
 def render(results: Path) -> str:
     records = checked_records(results / STUDY / "records")
     sec = sections(records)[0]
-    df = main_table(sec)
+    df = frame(main(sec))
     df = df[[c for c in df.columns if not c.startswith(TIMED) and c not in LEFT_OUT]]
     task = records[0].task if records else "?"
     seeds = ",".join(map(str, sorted({r.seed for r in records})))
-    return (f"Task `{task}`, backbone `{records[0].backbone if records else '?'}`, {len(records)} records, seeds {seeds} "
+    backbone = literal(shown(records[0].backbone)) if records else "?"
+    return (f"Task {literal(task)}, backbone {backbone}, {len(records)} records, seeds {seeds} "
             f"([full table](results/{STUDY}/LEADERBOARD.md), [findings](results/{STUDY}/findings.md)):\n\n"
             + df.to_markdown(index=False, disable_numparse=True))
 

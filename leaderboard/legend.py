@@ -4,13 +4,32 @@ and how the reference is named."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from collections.abc import Callable
 
 from bench.store.records import Record
+from leaderboard.candidate import Candidate, shown, suite_setting
 from leaderboard.pairing import device
-from leaderboard.sections import Candidate, Section, suite_setting
+from leaderboard.sections import Section
 
 UNDER_LOAD = "measured under load"
+
+
+def md(text: str) -> str:
+    """Text a user gave (a label, a setting, a file name) as Markdown that shows it as text: its
+    punctuation that Markdown or HTML would read (``<img onerror=...>``, ``|``, ``[x](y)``, ``*``)
+    backslash-escaped, which every CommonMark viewer shows as the character itself. What cannot
+    start markup stays, so a row reads as it did: an ``_`` inside a word, a ``[`` or a ``]`` that
+    no ``(`` or ``[`` follows (``[epochs=1.0]``)."""
+    return re.sub(r"[\\`*<>|&]|\](?=[(\[])|(?<!\w)_|_(?!\w)", lambda m: "\\" + m.group(0), str(text))
+
+
+def literal(text: str) -> str:
+    """Text as a Markdown code span, whatever backticks it holds (a span shows HTML as text)."""
+    fence = "`" * (max((len(m) for m in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def twins(sec: Section) -> list[Candidate]:
@@ -18,9 +37,10 @@ def twins(sec: Section) -> list[Candidate]:
     return list({id(t.reference): t.reference for t in sec.tests if t.reference is not sec.reference}.values())
 
 
-def against(sec: Section) -> str:
-    """The reference as the legend and the paired tests' heading name it, with its twins."""
-    return sec.reference.name + "".join(f"; rows on {device(m)}: against {m.name}" for m in twins(sec))
+def against(sec: Section, esc: Callable[[str], str] = str) -> str:
+    """The reference as the legend and the paired tests' heading name it, with its twins; its
+    names through ``esc`` (``md`` for Markdown)."""
+    return esc(sec.reference.name) + "".join(f"; rows on {esc(device(m))}: against {esc(m.name)}" for m in twins(sec))
 
 
 def header(sec: Section) -> list[str]:
@@ -33,12 +53,13 @@ def header(sec: Section) -> list[str]:
     versions = sorted({f"transformers {r.provenance['versions'].get('transformers')}, torch {r.provenance['versions'].get('torch')}"
                        + (f", textattack {r.details['textattack']}" if r.details.get("textattack") else "") for r in rs})
     settings = sorted({f"{r.suite}: {suite_setting(r)}" for r in rs if suite_setting(r)})
-    lines = [f"- backbone: `{sec.backbone}`; data: {'; '.join(sorted(notes)) or '; '.join(sorted(kinds))}",
-             "- evaluated examples: " + "; ".join(f"suite `{s}`: " + ", ".join(f"{k} {v}" for k, v in z.items())
+    devices = sorted({str(r.provenance['device'].get('name', '?')) for r in rs})
+    lines = [f"- backbone: {literal(shown(sec.backbone))}; data: {md('; '.join(sorted(notes)) or '; '.join(sorted(kinds)))}",
+             "- evaluated examples: " + "; ".join(f"suite {literal(s)}: " + md(", ".join(f"{k} {v}" for k, v in z.items()))
                                                    for s, z in sorted(sizes.items())),
-             f"- {'; '.join(versions)}; device: {'; '.join(sorted({r.provenance['device'].get('name', '?') for r in rs}))}"]
-    lines += [f"- suite settings: {'; '.join(settings)}"] if settings else []
-    lines += [f"- {n}" for n in sorted({n for r in rs for n in r.details.get("notes", [])})]
+             f"- {md('; '.join(versions))}; device: {md('; '.join(devices))}"]
+    lines += [f"- suite settings: {md('; '.join(settings))}"] if settings else []
+    lines += [f"- {md(n)}" for n in sorted({n for r in rs for n in r.details.get("notes", [])})]
     return lines + [code(rs)]
 
 
@@ -65,8 +86,9 @@ def code(rs: list[Record]) -> str:
     return line + " (`provenance.git`)"
 
 
-def legend(sec: Section) -> str:
-    ref = against(sec) if sec.reference else sec.no_reference or "none in this table"
+def legend(sec: Section, esc: Callable[[str], str] = str) -> str:
+    """The rank rule, the marks and the flags in words; the reference's name through ``esc``."""
+    ref = against(sec, esc) if sec.reference else esc(sec.no_reference or "none in this table")
     if sec.primary is None:
         return "Not ranked (no primary column)." + load_legend(sec)
     return (f"Rank: by {sec.primary.label}, in groups. Two rows share ranks unless the paired test separates them: "
@@ -76,8 +98,8 @@ def legend(sec: Section) -> str:
             "p < 0.05. A row's rank runs from 1 + the rows significantly above it to n - the rows significantly "
             "below it: \"1\" is alone at the top, \"2-4\" is tied with the rows whose ranks overlap. ▲ / ▼: "
             f"significantly above / below the reference ({ref}) on it, by the same test, Holm-corrected across this "
-            "table's tests against the reference. ⚠ partial collapse (s2 class 1: 0.0 %): seed 2's model gives class 1 "
-            "as 0.0 % of its answers on the column's set, one of: some class on more than 85 % of a balanced set, or "
+            "table's tests against the reference. ⚠ partial collapse (s2 positive: 0.0 %): seed 2's model gives "
+            "positive as 0.0 % of its answers on the column's set, one of: some class on more than 85 % of a balanced set, or "
             "a gold class that is at least 10 % of the set on under 2 % (its number there is not the task's "
             "skill); a row flagged on its ranking column, or "
             "degenerate, is not ranked. F_bias: below 1 less biased than the full standard-CE model of the same "

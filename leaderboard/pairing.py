@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from bench.store.records import Column
+from leaderboard.candidate import Candidate
 from leaderboard.evidence import outcomes_of, pair
 from leaderboard.stats import ALPHA, MIN_SEEDS_FOR_INTERVAL, Crossed, crossed, holm
 
-if TYPE_CHECKING:
-    from leaderboard.sections import Candidate
 
 @dataclass
 class Test:

@@ -67,9 +67,16 @@ def plot(rows: list[Row], panels: list[Panel], path: Path, title: str) -> Path |
         else:
             lines[label][target].extend(rs)
 
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
+    ncols = min(2, len(panels))  # two panels a row: a page's width shows them at a readable size
+    nrows = math.ceil(len(panels) / ncols)
+    n_labels = len(lines) + len(dense)
+    legend = 0.3 + 0.17 * math.ceil(n_labels / 2)
+    fig, grid = plt.subplots(nrows, ncols, figsize=(5.2 * ncols, 3.2 * nrows + legend + 0.5), squeeze=False)
+    axes = list(grid.flat)
+    for ax in axes[len(panels):]:
+        ax.remove()
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for ax, (name, key, scale) in zip(axes[0], panels, strict=True):
+    for ax, (name, key, scale) in zip(axes, panels, strict=False):
         for i, (label, by_s) in enumerate(sorted(lines.items())):
             xs, mean, std = [], [], []
             for s in sorted(by_s):
@@ -92,15 +99,14 @@ def plot(rows: list[Row], panels: list[Panel], path: Path, title: str) -> Path |
         ax.set_title(name)
         ax.set_xlabel("sparsity %")
         ax.grid(alpha=0.3)
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(4, max(1, len(labels))), fontsize=8, frameon=False)
-    fig.suptitle(title, fontsize=10)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(2, max(1, len(labels))), fontsize=9, frameon=False)
+    fig.suptitle(title, fontsize=11)
     # fixed margins in inches (tick labels, axis label, legend rows, title), not tight_layout:
     # that draws the whole figure once more to measure it, a third of a leaderboard's plotting time
     width, height = fig.get_size_inches()
-    legend = 0.43 + 0.144 * (len(labels) // 4)
-    fig.subplots_adjust(left=0.6 / width, right=1 - 0.15 / width, bottom=(legend + 0.6) / height,
-                        top=1 - 0.5 / height, wspace=0.65 / 3.45)
+    fig.subplots_adjust(left=0.7 / width, right=1 - 0.2 / width, bottom=(legend + 0.55) / height,
+                        top=1 - 0.5 / height, wspace=0.7 / 4.3, hspace=0.75 / 2.7)
     save_atomic(path, lambda tmp: fig.savefig(tmp, dpi=110))
     plt.close(fig)
     return path

@@ -1,127 +1,21 @@
-"""The leaderboard's rows: records grouped into one section per (task, backbone), a candidate
-per method, parameters and sparsity, with the columns the records' suites declared and the
-reference every candidate is compared with (``pairing``).
-
-Runs of one label that differ in a setting (non-default parameters, an example cap, precision,
-device, a suite's settings where one table holds several) are separate rows, never averaged
-as seeds. The reference is the candidate the records name as theirs most often; for suites
+"""The leaderboard's tables before they are drawn: records grouped into one section per (task,
+backbone), a candidate per method, parameters and sparsity (``leaderboard.candidate``), with
+the columns the records' suites declared and the reference every candidate is compared with
+(``pairing``). The reference is the candidate the records name as theirs most often; for suites
 that record none (an attack study), the dense reference method's row with the fewest settings.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
 
-from bench.metrics import COLLAPSE, Collapse, CollapseRule
 from bench.store.records import Column, Record
 from bench.store.references import Reference
-from leaderboard.evidence import outcomes_of
-
-if TYPE_CHECKING:
-    from leaderboard.pairing import Test
-
-SCALE = {"percent": (100.0, 1), "points": (100.0, 1), "ratio": (1.0, 2), "signed": (1.0, 2), "number": (1.0, 1)}
-SHARE, DIFFERENCE, AMOUNT = (0.0, 1.0), (-1.0, 1.0), (0.0, math.inf)
-# the range a column's interval must stay in: a latency, a size, a count or a speed-up is never
-# negative, whatever a t-interval of three spread-out seeds says (``stats.interval``)
-BOUNDS = {"percent": SHARE, "points": DIFFERENCE, "ratio": AMOUNT, "number": AMOUNT}
-
-
-def slug(task: str, backbone: str) -> str:
-    """A table's file-name stem (its plots, its CSV and JSON)."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{task}_{backbone}").strip("-")
-
-
-def nonzero(r: Record) -> int:
-    """Non-zero parameters counted alike for every method: all parameters less the zeros of the
-    prunable matrices (a method that also masks the pooler or classifier, as SRNet's released
-    code does, reports that as head sparsity, not as fewer parameters)."""
-    return r.sparsity["total_params"] - r.sparsity["zeros"]
-
-
-def suite_setting(r: Record) -> str:
-    parts = [f"{k}={v}" for k, v in sorted(r.provenance.get("config", {}).get("suite_params", {}).items())]
-    tag = r.details.get("resources_tag")
-    return ", ".join(parts + ([tag] if tag and tag != "official" else []))
-
-
-def _variant(r: Record, suite_varies: bool) -> tuple[str, ...]:
-    """What distinguishes runs of one label that must not be averaged as seeds: the parameters
-    the method names as its variant, the example cap, precision and device (and the suite's
-    settings where one table holds several)."""
-    conf = r.provenance.get("config", {})
-    parts = list(r.variant)
-    if conf.get("max_examples"):
-        parts.append(f"max_examples={conf['max_examples']}")
-    parts += [v for v in (conf.get("precision"), conf.get("device")) if v and v not in ("fp32", "cpu")]
-    parts += ["compiled"] if conf.get("compile") else []
-    if suite_varies and suite_setting(r):
-        parts.append(f"{r.suite}: {suite_setting(r)}")
-    return tuple(parts)
-
-
-@dataclass
-class Candidate:
-    """One leaderboard row: the records of one method, parameters and sparsity, every suite and seed."""
-
-    label: str
-    target: float | None
-    settings: tuple[str, ...]  # what ``_variant`` found, one setting each
-    records: list[Record] = field(default_factory=list)
-
-    @property
-    def variant(self) -> str:
-        return ", ".join(self.settings)
-
-    @property
-    def name(self) -> str:
-        return f"{self.label} [{self.variant}]" if self.variant else self.label
-
-    @property
-    def seeds(self) -> list[int]:
-        return sorted({r.seed for r in self.records})
-
-    def record(self, seed: int, key: str) -> Record | None:
-        """The record of ``seed`` holding metric ``key`` (the first suite's, by name)."""
-        return next((r for r in sorted(self.records, key=lambda r: r.suite) if r.seed == seed and key in r.metrics), None)
-
-    def values(self, key: str) -> list[float | None]:
-        return [rec.metrics[key] for s in self.seeds if (rec := self.record(s, key)) is not None]
-
-    @property
-    def degenerate(self) -> list[int]:
-        return sorted({r.seed for r in self.records if r.degenerate})
-
-    def collapsed(self, key: str, rows: tuple[str, ...], seeds: list[int] | None = None,
-                  rule: CollapseRule = COLLAPSE) -> dict[int, Collapse]:
-        """The seeds (of ``seeds``, default all) whose record of metric ``key`` has partly
-        collapsed on one of the sets ``rows`` (``bench.metrics.CollapseRule``, from the kept
-        predictions), each with how."""
-        out = {}
-        for s in self.seeds if seeds is None else seeds:
-            if (rec := self.record(s, key)) is not None:
-                why = next((w for name, o in sorted(outcomes_of(rec).items()) if name in rows and (w := o.collapse(rule))), None)
-                if why:
-                    out[s] = why
-        return out
-
-    def under_load(self, key: str) -> dict[int, str]:
-        """The seeds whose record timed metric ``key`` while other work held the cores (the
-        ``timing.under_load`` of ``bench.model.efficiency``), each with why: such a number is a
-        measure of the machine's load as much as of the model, so its cell is flagged and never
-        ranked."""
-        out = {}
-        for s in self.seeds:
-            rec = self.record(s, key)
-            timing = rec.timing if rec is not None else None
-            if timing and timing.get("under_load") and key in timing.get("metrics", ()):
-                out[s] = timing["under_load"]
-        return out
+from leaderboard.candidate import Candidate, _variant, suite_setting
+from leaderboard.pairing import Test, pairwise, tests
 
 
 @dataclass
@@ -162,8 +56,6 @@ class Section:
     def pairwise(self) -> list[Test]:
         """Every pair of ranked rows tested on the primary column (``pairing.pairwise``), made
         once: a table, its CSV and its site page read the same rank groups."""
-        from leaderboard.pairing import pairwise
-
         return pairwise(self.ranked, self.primary) if self.primary else []
 
     @cached_property
@@ -171,8 +63,6 @@ class Section:
         """The paired tests against the reference, made when a table first shows them: they read
         every candidate's per-example predictions, which a caller that only looks candidates up
         (a claims table, the README's headline) does not need."""
-        from leaderboard.pairing import tests
-
         return tests(self.candidates, self.columns, self.reference)
 
 

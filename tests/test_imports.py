@@ -75,3 +75,28 @@ def test_plugins_and_the_leaderboard_import_no_plugin_of_another_kind():
             elif folder == "methods" and top == "methods" and module not in ("methods.kit", "methods"):
                 wrong.append(f"{path.relative_to(ROOT)}:{line} imports another method, {module}")
     assert wrong == []
+
+
+def test_no_module_of_the_leaderboard_imports_itself_round_a_circle():
+    """Within leaderboard/, the modules' imports (module-level, lazy and type-only alike) make no
+    circle: each module can be read knowing only the ones below it."""
+    graph: dict[str, set[str]] = {}
+    for path, _, module in imports("leaderboard"):
+        graph.setdefault(_module(path), set())
+        if module.startswith("leaderboard."):
+            graph[_module(path)].add(module)
+    circles, state = [], {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = "open"
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                circles.append(" -> ".join(trail[trail.index(nxt):] + [node, nxt]) if nxt in trail else f"{node} -> {nxt}")
+            elif nxt not in state:
+                visit(nxt, [*trail, node])
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [])
+    assert circles == []

@@ -22,13 +22,13 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from bench.core.assemble import assemble
 from bench.errors import BenchError
-from bench.metrics import calibration, degenerate, loyalty, one_class_sets
 from bench.registry import SUITES, TASKS
-from bench.store.records import Column, Record, gc_paused, load_predictions, read_records
+from bench.store.records import Record, gc_paused, load_predictions, read_records
 
 
 @dataclass
@@ -111,28 +111,31 @@ def _gold(record: Record, rows: list[dict], data_dir: str | None, cache: dict) -
 
 @dataclass(frozen=True)
 class FromRows:
-    """What a record's per-example rows give: its suite's metrics (``Suite.score``, the formula
-    ``evaluate`` itself uses), the degenerate flag of its test rows and the one-class flags."""
+    """What a record's per-example rows give (``bench.core.assemble``, as a run assembles them):
+    its suite's metrics (``Suite.score``, the formula ``evaluate`` itself uses) and calibration,
+    the degenerate flag of its test rows, the one-class flags, and, given its baseline's rows,
+    its loyalty to them."""
 
     metrics: dict[str, float]
     degenerate: str | None  # None also when there are no test rows
     one_class: dict[str, str]
     has_test: bool
+    loyalty: dict[str, float] = field(default_factory=dict)
 
 
-def from_rows(record: Record, rows: list[dict]) -> FromRows | str:
-    """The numbers ``rows`` give for ``record``, or why they cannot be recomputed here (its
-    suite is not installed, or cannot re-score)."""
+def from_rows(record: Record, rows: list[dict], baseline: list[dict] | None = None) -> FromRows | str:
+    """The numbers ``rows`` (and ``baseline``, its baseline's rows) give for ``record``, or why
+    they cannot be recomputed here (its suite is not installed, or cannot re-score)."""
     try:
-        metrics = SUITES.get(record.suite).score(rows, record.details)
+        suite = SUITES.get(record.suite)
+        metrics = suite.score(rows, record.details)
     except BenchError as e:
         return str(e)
     if metrics is None:
         return f"suite '{record.suite}' cannot re-score this record's rows"
-    metrics |= calibration(rows, record.details.get("collapse"))
-    test = [r for r in rows if r["set"] == "test"]
-    return FromRows(metrics, degenerate([r["gold"] for r in test], [r["pred"] for r in test]) if test else None,
-                    one_class_sets(rows), bool(test))
+    got = assemble(suite, metrics, rows, record.details, baseline=baseline)
+    return FromRows(got.own, got.degenerate, got.one_class, got.has_test,
+                    {k: v for k, v in got.metrics.items() if k not in got.own})
 
 
 SCORED: dict[tuple, FromRows | str] = {}  # scoring_key(record) -> what its rows give (the oldest dropped first)
@@ -144,16 +147,20 @@ def scoring_key(record: Record) -> tuple:
     return record.predictions_sha256, record.suite, json.dumps(record.details, sort_keys=True, default=str)
 
 
-def scored(record: Record, rows: list[dict]) -> FromRows | str:
+def scored(record: Record, rows: list[dict], baseline: list[dict] | None = None) -> FromRows | str:
     """``from_rows``, once per scoring key in a process: one run is re-scored by ``bench rescore``
     and by every table that shows it (``leaderboard.evidence.check``). ``rows`` must be the
-    rows of the record's checksum (``bench.store.records.read_predictions`` checks it)."""
+    rows of the record's checksum (``bench.store.records.read_predictions`` checks it). With
+    ``baseline`` (rows the key does not name) it is computed again, and kept without the loyalty."""
     key = scoring_key(record)
+    if baseline is None and key in SCORED:
+        return SCORED[key]
+    got = from_rows(record, rows, baseline)
     if key not in SCORED:
-        SCORED[key] = from_rows(record, rows)
+        SCORED[key] = replace(got, loyalty={}) if isinstance(got, FromRows) else got
         if len(SCORED) > SCORED_MAX:
             SCORED.pop(next(iter(SCORED)))
-    return SCORED[key]
+    return got
 
 
 def differences(record: Record, got: FromRows) -> list[str]:
@@ -190,17 +197,14 @@ def rescore_record(record: Record, records_dir: Path, data_dir: str | None = Non
         rows = load_predictions(records_dir, record)
     except BenchError as e:
         return Rescored(record.run_id, "mismatch", [str(e)])
-    got = scored(record, rows)
+    got = scored(record, rows, baseline)
     if isinstance(got, str):
         return Rescored(record.run_id, "not re-scorable", [got])
     problems, gold = _gold(record, rows, data_dir, {} if cache is None else cache)
     problems += differences(record, got)
-    checked = len(got.metrics)
-    if baseline is not None:
-        loyal = loyalty(rows, baseline)
-        checked += len(loyal)
-        problems += [f"{k}: recorded {record.metrics.get(k)}, recomputed {v}" for k, v in loyal.items()
-                     if not _same(record.metrics.get(k), v)]
+    checked = len(got.metrics) + len(got.loyalty)
+    problems += [f"{k}: recorded {record.metrics.get(k)}, recomputed {v}" for k, v in got.loyalty.items()
+                 if not _same(record.metrics.get(k), v)]
     return Rescored(record.run_id, "mismatch" if problems else "exact", problems, got.metrics, checked, gold)
 
 
@@ -269,17 +273,3 @@ def summary(out: Path, results: list[Rescored]) -> str:
                  + (f", {n['unreadable']} unreadable" if n["unreadable"] else ""))
     return "\n".join(lines)
 
-
-FROM_ROWS_TABLE = "calibration and loyalty"
-
-
-def row_columns(metrics: dict[str, float]) -> list[Column]:
-    """How the leaderboard shows ``calibration`` and ``loyalty``: one details table."""
-    shown = {"ece": ("ECE", False), "loyalty": ("label loyalty", True), "loyalty_prob": ("prob. loyalty", True)}
-    cols = []
-    for key in metrics:
-        kind, _, name = key.partition("/")
-        if kind in shown and name:
-            label, higher = shown[kind]
-            cols.append(Column(key, f"{label} {name}", "percent", higher, FROM_ROWS_TABLE))
-    return sorted(cols, key=lambda c: (c.key.split("/", 1)[1] != "test", c.key.split("/", 1)[1], list(shown).index(c.key.split("/")[0])))

@@ -19,6 +19,7 @@ import torch
 from bench import __version__
 from bench.api import Candidate, Context, Method, Need, Suite
 from bench.core import cache
+from bench.core.assemble import SELF, assemble
 from bench.core.provenance import (
     Provenance,
     device_info,
@@ -27,13 +28,10 @@ from bench.core.provenance import (
     reset_peak_memory,
     versions,
 )
-from bench.core.rescore import row_columns
 from bench.data.examples import TaskData
 from bench.errors import BenchError
-from bench.metrics import calibration, degenerate, loyalty, one_class_sets
 from bench.model import accel
 from bench.model.backbone import load_classifier, resolve
-from bench.model.efficiency import COLUMNS as EFFICIENCY
 from bench.model.efficiency import measure
 from bench.model.masking import bake, current_masks, sparsity_report
 from bench.model.quant import restore
@@ -176,15 +174,15 @@ class Runner:
         result = suite.evaluate(cand, ctx)
         check_result(suite, result, ctx.task, spec.suite_params)
         task = ctx.task
-        metrics = dict(result.metrics) | calibration(result.predictions, result.details.get("collapse"))
-        metrics |= self._loyalty(spec, result.predictions)
+        baseline = self._baseline_rows(spec)
         eff = measure(cand.model, cand.tokenizer, self.dense(spec, len(task.labels)), task.test or task.dev,
                       task.max_length, ctx.device, spec.precision, self.out / "artifacts" / cand.lineage["key"])
-        metrics.update(eff.metrics)
         if eff.timing["under_load"]:
             self.log(f"[bench] speeds measured under load: {eff.timing['under_load']}")
-        reference = self._compare(spec, rid, suite, metrics)
-        test = [r for r in result.predictions if r.get("set") == "test"]  # the ID test set, clean
+        reference, compared_with = self._reference(spec, rid, suite)
+        got = assemble(suite, result.metrics, result.predictions, result.details, baseline=baseline,
+                       kept=eff.metrics, reference=compared_with, declare=True)
+        metrics = got.metrics
         judged = suite.ood_sets(task, spec.suite_params)
 
         def record_of(predictions: str, checksum: str) -> Record:
@@ -207,11 +205,8 @@ class Runner:
                              (("method", METHODS, spec.method), ("suite", SUITES, spec.suite), ("task", TASKS, spec.task))},
                 )),
                 created=datetime.now(UTC).isoformat(timespec="seconds"),
-                degenerate=degenerate([r["gold"] for r in test], [r["pred"] for r in test]),
-                one_class=one_class_sets(result.predictions),
-                timing=eff.timing,
-                columns=[c.to_dict() for c in suite.columns(result.details, metrics) + row_columns(metrics) + EFFICIENCY
-                         if c.key in metrics],
+                degenerate=got.degenerate, one_class=got.one_class, timing=eff.timing,
+                columns=[c.to_dict() for c in got.columns],
             )
 
         for found in judged:
@@ -222,28 +217,23 @@ class Runner:
         self.log(f"[bench] wrote {path}" + (f" (degenerate: {record.degenerate})" if record.degenerate else ""))
         return record  # exactly what a later reader sees (undefined numbers as None)
 
-    def _loyalty(self, spec: RunSpec, rows: list[dict]) -> dict[str, float]:
-        """Label and probability loyalty (``bench.metrics.loyalty``) to the candidate this one is
-        compared with (``baseline_run``), evaluated by the same suite first; none for a
-        candidate that is its own baseline."""
+    def _baseline_rows(self, spec: RunSpec) -> list[dict] | None:
+        """The rows of the candidate this one is compared with (``baseline_run``), evaluated by
+        the same suite first, for its loyalty; None for a candidate that is its own baseline."""
         base = baseline_run(spec)
         if base is None:
-            return {}
-        record = self.run(base)
-        return loyalty(rows, load_predictions(self.out / "records", record))
+            return None
+        return load_predictions(self.out / "records", self.run(base))
 
-    def _compare(self, spec: RunSpec, rid: str, suite: Suite, metrics: dict) -> str | None:
-        """Add the suite's comparison with the reference run (F_bias) to ``metrics``; returns
-        the reference's run id (this run's own when it is the reference; a named record's)."""
+    def _reference(self, spec: RunSpec, rid: str, suite: Suite) -> tuple[str | None, dict | str | None]:
+        """The reference run's id (this run's own when it is the reference; a named record's)
+        and the metrics the suite compares this run's with (F_bias; ``SELF``: its own)."""
         if spec.reference and suite.compares and (named := reference_record(spec.reference)) is not None:
-            metrics.update(suite.compare(metrics, named.metrics))
-            return named.run_id
+            return named.run_id, named.metrics
         ref = reference_of(spec)
         if ref is None:
-            return None
+            return None, None
         if ref == spec:
-            metrics.update(suite.compare(metrics, metrics))
-            return rid
+            return rid, SELF
         record = self.run(ref)
-        metrics.update(suite.compare(metrics, record.metrics))
-        return record.run_id
+        return record.run_id, record.metrics

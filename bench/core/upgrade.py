@@ -6,7 +6,8 @@ when, and which metrics a step added).
 Schema 1 to 2: ``bench.store.migrate`` (what the schema-1 leaderboard inferred, written in).
 
 Schema 2 to 3: the metrics that schema 3 computes from the per-example rows, computed from the
-record's kept rows by the same functions a new run uses, and added (none replaced):
+record's kept rows by the function a new run assembles its own with (``bench.core.assemble``),
+and added (none replaced):
 
 - ``details.collapse``: the task-to-set label map of the sets whose labels are not the task's.
   The only such built-in sets of schema 2 were HANS and its synthetic twin, entailment kept and
@@ -33,10 +34,9 @@ import math
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.core.rescore import baseline_record, data_spec, row_columns
+from bench.core.assemble import assemble
+from bench.core.rescore import baseline_record, data_spec
 from bench.errors import BenchError
-from bench.metrics import calibration, loyalty
-from bench.model.efficiency import COLUMNS as EFFICIENCY
 from bench.registry import SUITES, TASKS
 from bench.store.atomic import write_atomic
 from bench.store.migrate import upgrade as upgrade_v1
@@ -63,18 +63,15 @@ def upgrade_v2(records: dict[str, dict], folder: Path, version: str, others: lis
         if rec.predictions and (folder / rec.predictions).is_file():  # else it stays not re-scorable
             rows = load_predictions(folder, rec)
             suite = SUITES.get(rec.suite)
-            scored = suite.score(rows, rec.details) or {}
-            added = scored | calibration(rows, d["details"].get("collapse"))
             base = baseline_record(rec, every)
-            if base is not None and base.predictions and (folder / base.predictions).is_file():
-                added |= loyalty(rows, load_predictions(folder, base))
-            added = {k: None if math.isnan(v) else v for k, v in added.items() if k not in d["metrics"]}  # NaN: null
+            usable = base is not None and base.predictions and (folder / base.predictions).is_file()
+            got = assemble(suite, suite.score(rows, rec.details) or {}, rows, d["details"], kept=d["metrics"],
+                           baseline=load_predictions(folder, base) if usable else None, declare=True)
+            added = {k: None if math.isnan(v) else v for k, v in got.metrics.items() if k not in d["metrics"]}  # NaN: null
             d["metrics"] |= added
-            metrics = d["metrics"]
-            declared = suite.columns(d["details"], metrics) + row_columns(metrics) + EFFICIENCY
             old = [Column.from_dict(c) for c in d.get("columns") or []]
-            keys = {c.key for c in declared}
-            d["columns"] = [c.to_dict() for c in declared if c.key in metrics] + [c.to_dict() for c in old if c.key not in keys]
+            keys = {c.key for c in got.declared}
+            d["columns"] = [c.to_dict() for c in got.columns] + [c.to_dict() for c in old if c.key not in keys]
         d["provenance"]["migrated"] = (d["provenance"].get("migrated") or {"from_schema": 2}) | {
             "by": f"bench {version}", "on": when, "added_from_predictions": sorted(added)}
         d["schema_version"] = SCHEMA_VERSION

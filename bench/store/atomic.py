@@ -92,14 +92,27 @@ def _named(e: BaseException, path: Path) -> None:
         e.filename = str(path)
 
 
+def _same(path: Path, data: bytes) -> bool:
+    """Whether ``path`` already holds ``data``: a generated file that did not change is left as
+    it is (its time stamp too), so a rebuild after no change rewrites nothing."""
+    try:
+        return path.stat().st_size == len(data) and path.read_bytes() == data
+    except OSError:
+        return False
+
+
 def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write to a temporary file beside ``path`` and rename it over: never a half file."""
+    """Write to a temporary file beside ``path`` and rename it over: never a half file; nothing
+    is written where ``path`` holds these bytes already."""
+    data = data.encode("utf-8") if isinstance(data, str) else data
+    if _same(path, data):
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     clean_stale(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_tag(path.name), suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
             os.fchmod(f.fileno(), 0o666 & ~UMASK)
@@ -112,13 +125,17 @@ def write_atomic(path: Path, data: str | bytes) -> None:
 
 def save_atomic(path: Path, save: Callable[[Path], None]) -> None:
     """``save(tmp)`` writes a file (a figure, say) to a unique temporary name beside ``path``,
-    renamed over it: two processes writing the same file never meet half-way."""
+    renamed over it: two processes writing the same file never meet half-way; where ``path``
+    holds those bytes already it is left as it is."""
     path.parent.mkdir(parents=True, exist_ok=True)
     clean_stale(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_tag(path.stem), suffix=path.suffix)  # savers read the suffix
     os.close(fd)
     try:
         save(Path(tmp))
+        if _same(path, Path(tmp).read_bytes()):
+            Path(tmp).unlink()
+            return
         os.chmod(tmp, 0o666 & ~UMASK)
         os.replace(tmp, path)
     except BaseException as e:
@@ -240,3 +257,33 @@ def exclusive(target: Path) -> Iterator[None]:
     finally:
         if fd is not None:
             os.close(fd)
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@contextlib.contextmanager
+def swap_dir(final: Path) -> Iterator[Path]:
+    """A fresh directory beside ``final`` to build a whole folder in (a site), put in place of
+    ``final`` when the block ends without error: a reader, or a kill mid-build, never sees old
+    and new files mixed. Where the build equals what ``final`` holds, nothing is replaced, so
+    a rebuild after no change rewrites no file."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale(final.parent)
+    tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=_tag(final.name), suffix=".tmp"))
+    try:
+        yield tmp
+        if final.is_dir() and _tree(final) == _tree(tmp):
+            shutil.rmtree(tmp)
+            return
+        _open_up(tmp)
+        old = Path(tempfile.mkdtemp(dir=final.parent, prefix=_tag(final.name), suffix=".tmp"))
+        if final.exists():
+            os.rename(final, old / "old")
+        os.rename(tmp, final)
+        shutil.rmtree(old, ignore_errors=True)
+    except BaseException as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        _named(e, final)
+        raise

@@ -60,7 +60,7 @@ from pathlib import Path
 
 from bench.errors import BenchError
 from bench.store.atomic import exclusive, write_atomic
-from bench.store.validate import check_types, predictions_file
+from bench.store.validate import check_schema, predictions_file, strict_json
 
 SCHEMA_VERSION = 3
 
@@ -152,7 +152,8 @@ def _finite(obj):
 
 def load_record(path: Path) -> Record:
     try:
-        data = json.loads(path.read_text())
+        text = path.read_text()
+        data = strict_json(text)
         if not isinstance(data, dict):
             raise BenchError(f"{path}: not a run record (a JSON object is expected)")
         if data.get("schema_version") in (1, 2):
@@ -160,7 +161,7 @@ def load_record(path: Path) -> Record:
                              f"python -m bench migrate {path.parent.parent}")
         if data.get("schema_version") != SCHEMA_VERSION:
             raise BenchError(f"{path}: record schema {data.get('schema_version')} is not {SCHEMA_VERSION}")
-        check_types(data, path, Record)
+        check_schema(data, path, Record, text)
         return Record(**data, where=path.parent)
     except (OSError, ValueError, TypeError) as e:
         raise BenchError(f"{path}: not a readable run record ({e})") from e

@@ -177,8 +177,9 @@ time.sleep(max(0.0, start - time.time()))  # both writers begin together
 def record_of(predictions, checksum):
     time.sleep(0.3 if tag == "a" else 0.0)  # a's record comes late: without the unit, after b's whole pair
     return Record(run_id="r", method="m", label=tag, params={}, task="t", backbone="b", seed=0, suite="s",
-                  sparsity={}, metrics={}, details={}, method_info={}, predictions=predictions, reference=None,
-                  artifact={}, provenance={}, predictions_sha256=checksum)
+                  sparsity={"target": None}, metrics={}, details={}, method_info={}, predictions=predictions, reference=None,
+                  artifact={"key": "k"}, provenance={k: {} for k in ("config", "versions", "git", "data", "device")},
+                  predictions_sha256=checksum)  # the least the record schema lets a reader take
 write_run(out, "r", rows, record_of)
 """
 

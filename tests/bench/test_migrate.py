@@ -19,7 +19,8 @@ def _v1(run_id, label, target, suite, seed=0, params=None, info=None, reference=
             "suite": suite, "sparsity": {"target": target}, "metrics": {"id": 0.9}, "details": {},
             "method_info": info or {}, "predictions": f"../predictions/{run_id}.jsonl.gz", "predictions_sha256": "ab" * 32,
             "reference": reference, "artifact": {"key": f"art-{run_id}"},
-            "provenance": {"config": {"params": params or {}, "max_examples": max_examples, "suite_params": {}}}}
+            "provenance": {"config": {"params": params or {}, "max_examples": max_examples, "suite_params": {}},
+                           "versions": {}, "git": {}, "data": {}, "device": {}}}
 
 
 def _folder(tmp_path: Path, records: list[dict]) -> Path:

@@ -126,9 +126,10 @@ def test_one_row_per_method_and_sparsity_with_seeds_aggregated():
     assert "## nli_synth — backbone `minilm`" in md and "synthetic generator v2" in md
     rows = [ln for ln in md.splitlines() if "| finetune" in ln or "| imp" in ln]
     assert len(rows) == 6  # two in the main table, the per-cell table and "other metrics"
-    assert "85.0 ± 7.1 " in rows[0] and "0,1" in rows[0]
+    main = {ln.split("|")[2].strip(): ln for ln in rows[:2]}
+    assert "85.0 ± 7.1 " in main["finetune (ce)"] and "0,1" in main["finetune (ce)"]
     assert "other metrics, nli_synth:" in md and "pool/hans" in md  # undeclared: shown under its own name
-    assert "50%" in rows[1] and "0.80" in rows[1]
+    assert "50%" in main["imp (ce)"] and "0.80" in main["imp (ce)"]
     assert "lexical_overlap/non-entailment" in md
 
 
@@ -142,7 +143,7 @@ def test_runs_with_other_recipes_are_never_averaged_as_seeds():
 def test_sparsity_plot_is_written_beside_the_markdown_and_linked(tmp_path):
     recs = [_rec("finetune (ce)", 0, None, 0.9, 0.6, 1.0)]
     recs += [_rec("srnet (poe)", seed, s, 0.8 - s / 10 + seed / 100, 0.6, 0.9) for s in (0.2, 0.5, 0.9) for seed in (0, 1)]
-    md = build(recs, markdown=tmp_path / "LEADERBOARD.md")
+    md = build(recs, where=tmp_path / "LEADERBOARD.md")
     png = tmp_path / "plots" / "nli_synth_minilm.png"
     assert png.is_file() and png.read_bytes()[:4] == b"\x89PNG"
     assert "](plots/nli_synth_minilm.png)" in md
@@ -159,7 +160,7 @@ def test_no_two_lines_of_a_plot_look_alike_past_the_colour_cycle():
 
 
 def test_no_plot_without_sparse_rows(tmp_path):
-    md = build([_rec("finetune (ce)", 0, None, 0.9, 0.6, 1.0)], markdown=tmp_path / "LEADERBOARD.md")
+    md = build([_rec("finetune (ce)", 0, None, 0.9, 0.6, 1.0)], where=tmp_path / "LEADERBOARD.md")
     assert "plots/" not in md and not (tmp_path / "plots").exists()
 
 
@@ -175,9 +176,9 @@ def test_sparsity_pattern_heatmap_only_when_matrices_differ(tmp_path):
     uniform.sparsity["per_matrix"] = {n: 0.5 for n in names}
     ticket = _rec("robust ticket (retrained, ce)", 0, 0.5, 0.8, 0.6, 1.0)
     ticket.sparsity["per_matrix"] = {n: k / 12 for k, n in enumerate(names)}
-    build([uniform], markdown=tmp_path / "a" / "LEADERBOARD.md")
+    build([uniform], where=tmp_path / "a" / "LEADERBOARD.md")
     assert not list((tmp_path / "a" / "plots").glob("*_pattern.png"))
-    md = build([uniform, ticket], markdown=tmp_path / "b" / "LEADERBOARD.md")
+    md = build([uniform, ticket], where=tmp_path / "b" / "LEADERBOARD.md")
     assert (tmp_path / "b" / "plots" / "nli_synth_minilm_pattern.png").is_file() and "_pattern.png)" in md
 
 
@@ -226,7 +227,7 @@ def test_each_csv_table_holds_the_numbers_its_markdown_shows(markdown):
 
     import numpy as np
 
-    from leaderboard.sections import slug as sections_slug
+    from leaderboard.candidate import slug as sections_slug
 
     checked = 0
     for section in markdown.read_text().split("\n## ")[1:]:
@@ -261,7 +262,7 @@ def test_each_csv_table_holds_the_numbers_its_markdown_shows(markdown):
 def test_non_zero_parameters_are_counted_alike_for_every_method():
     """SRNet masks the classifier too (its released code): its head zeros are head sparsity, not
     fewer parameters than IMP's at the same sparsity."""
-    from leaderboard.sections import nonzero
+    from leaderboard.candidate import nonzero
 
     imp, srnet = _rec("imp (ce)", 0, 0.5, 0.8, 0.6, 0.9), _rec("srnet (ce)", 0, 0.5, 0.8, 0.6, 0.9)
     for r in (imp, srnet):
@@ -444,7 +445,7 @@ def test_a_percentage_interval_stays_inside_its_bounds_and_a_wide_spread_shows_e
     and it still holds the mean printed beside it, however close to a bound the seeds lie. A
     difference of two percentages (``points``) is bounded by ±100, not by 0."""
     from bench.store.records import Column
-    from leaderboard.sections import BOUNDS
+    from leaderboard.candidate import BOUNDS
     from leaderboard.stats import WIDE_SD
 
     vals = [0.97, 0.99, 1.0]
@@ -468,7 +469,7 @@ def test_an_interval_of_a_non_negative_quantity_stays_at_or_above_zero():
     with [0, 100]; F_bias (``signed``) may be negative and is not bounded. Records made before
     ``signed`` declared F_bias a ratio: they are read as signed."""
     from bench.store.records import Column
-    from leaderboard.sections import BOUNDS
+    from leaderboard.candidate import BOUNDS
 
     latencies = [2.0, 3.0, 40.0]
     assert interval(latencies)[0] < 0
@@ -777,7 +778,8 @@ def test_a_speed_measured_under_load_is_flagged_and_never_ranked():
 
     from bench.model.efficiency import TIMED  # the keys a record names as timed
     from leaderboard.export import aggregated
-    from leaderboard.site import main_table as site_table
+    from leaderboard.site import table_html
+    from leaderboard.table import main
 
     speed = Column("eff/speedup_bs1", "speed-up bs1", "ratio", primary=True).to_dict()
     params = Column("eff/params_m", "params (M)", "number", None).to_dict()
@@ -803,8 +805,8 @@ def test_a_speed_measured_under_load_is_flagged_and_never_ranked():
     assert "measured under load" not in build([r for r in recs if r.label != "loaded (ce)"])  # no such cell, no legend
     flags = {row["method"]: row["eff/speedup_bs1:under_load_seeds"] for _, row in aggregated(sec).iterrows()}
     assert flags == {"fast (ce)": "", "slow (ce)": "", "loaded (ce)": "1"} and "eff/params_m:under_load_seeds" not in aggregated(sec)
-    html = site_table(sec)
-    assert re.search(r'<td data-v="">3\.01 ± [^<]*measured under load', html)
+    html = table_html(main(sec))
+    assert re.search(r'<td data-v="">3\.01 ± [^<]*<span class=flag>⚠ measured under load', html)
     assert re.search(r'<td data-v="1\.4[0-9]*">1\.41', html)
 
     for r in recs:  # ranked on accuracy instead: the loaded row's accuracy is ranked, its speed still flagged
@@ -813,3 +815,19 @@ def test_a_speed_measured_under_load_is_flagged_and_never_ranked():
     assert "loaded (ce)" in [c.label for c in sec.ranked]
     row = next(ln for ln in build(recs).splitlines() if ln.startswith("| ") and "loaded (ce)" in ln)
     assert row.split("|")[1].strip() != "—" and "⚠ measured under load (seed 1)" in row
+
+
+def test_a_leaderboard_rebuilt_after_no_change_rewrites_no_file(tmp_path):
+    """Markdown, plots and tables are written only where their bytes change: the clone's history
+    gains nothing from a rebuild, and ``bench publish`` after no change leaves every file as it was."""
+    import shutil
+
+    from bench.cli import main
+
+    study = tmp_path / "quickstart"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "results" / "quickstart", study)
+    assert main(["leaderboard", "--out", str(study)]) == 0
+    stamp = lambda: {p: (p.stat().st_mtime_ns, p.stat().st_ino) for p in study.rglob("*") if p.is_file()}  # noqa: E731
+    before = stamp()
+    assert main(["leaderboard", "--out", str(study)]) == 0
+    assert stamp() == before

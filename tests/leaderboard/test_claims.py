@@ -12,11 +12,12 @@ import pytest
 from bench.cli import main as bench
 from bench.errors import BenchError
 from bench.store.records import write_predictions
+from leaderboard.candidate import BOUNDS
 from leaderboard.claims import measure
 from leaderboard.claims_file import Claim, Family, Select, load_claims
 from leaderboard.claims_table import START, render, splice, study_table
 from leaderboard.evidence import checked_records
-from leaderboard.sections import BOUNDS, sections
+from leaderboard.sections import sections
 from tests.leaderboard.test_build import _rec
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -338,8 +338,8 @@ def test_rows_nothing_separates_share_a_rank_group(tmp_path):
     """Four candidates over 3 seeds on 200 examples: two clearly best and level with each other,
     one clearly worst, one in between but not separable from either side: ranks 1-2, 1-2, 3-4 and
     3-4 or wider, never an ordinal order the tests do not support."""
-    from leaderboard.build import ranks
     from leaderboard.sections import sections
+    from leaderboard.table import ranks
     from tests.leaderboard.test_build import _with_predictions
 
     def rights(k: int, seed: int) -> list[bool]:

@@ -18,6 +18,9 @@ class Task(ABC):
     # published split sizes (train, dev, test, ood/<set>), for sweep estimates when the data is
     # not on this machine; empty for tasks that are always here
     sizes: ClassVar[dict[str, int]] = {}
+    # the gold labels' names, in the order of their ids: what a reader of kept predictions (the
+    # site's example browser) shows for "gold 2", without loading the data
+    labels: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def load(self, data_dir: Path | None) -> TaskData:

@@ -67,6 +67,7 @@ def symm_dev_loader(data_dir: Path | None):
 @TASKS.register("fever")
 class Fever(Task):
     name = "fever"
+    labels = LABELS
     description = "FEVER NLI-style train / dev (local jsonl or hub) -> FEVER-Symm v1, v2; GPU scale"
     # approximate (the NLI-style release of Schuster et al. 2019), for sweep estimates only
     sizes = {"train": 231_000, "dev": 12_000, "test": 16_600, "ood/symm_v1": 717, "ood/symm_v2": 712}

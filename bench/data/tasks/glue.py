@@ -128,6 +128,7 @@ class MNLIDevSplit(Task):
     """MNLI dev-matched split into train / dev / test (runs on CPU); OOD: HANS."""
 
     name = "mnli"
+    labels = NLI_LABELS
     description = "MNLI dev-matched split 8,315 / 500 / 1,000 (seed 13) -> HANS; local files only"
     sizes = {"train": 8_315, "dev": 500, "test": 1_000, "ood/hans": 30_000}
 
@@ -155,6 +156,7 @@ class MNLIFull(Task):
     """Full MNLI training set (local or hub); 5% of train held out as dev; test = dev-matched."""
 
     name = "mnli_full"
+    labels = NLI_LABELS
     description = "MNLI train (5% held out as dev) / dev-matched as test -> HANS; GPU scale"
     sizes = {"train": 373_067, "dev": 19_635, "test": 9_815, "ood/hans": 30_000}  # MNLI 392,702 train
 
@@ -226,6 +228,7 @@ class QQP(Task):
     """QQP train (5% held out as dev) / GLUE dev as test; OOD: PAWS-QQP and PAWS-Wiki."""
 
     name = "qqp"
+    labels = ("not_duplicate", "duplicate")
     description = "QQP (local GLUE TSVs or hub) -> PAWS-QQP, PAWS-Wiki; GPU scale"
     sizes = {"train": 345_654, "dev": 18_192, "test": 40_430, "ood/paws_qqp": 677, "ood/paws_wiki": 8_000}
 

@@ -43,6 +43,7 @@ def _single(rows, path, text, label, label_map, uid=None) -> list[Example]:
 @TASKS.register("sst2")
 class SST2(Task):
     name = "sst2"
+    labels = SST2_LABELS
     description = "SST-2 (local sst2/ of the data folder: train 60,614 / dev 6,735 / test = GLUE dev 872); cap with --max-examples"
     sizes = {"train": 60_614, "dev": 6_735, "test": 872}
 
@@ -71,6 +72,7 @@ def read_agnews(path: Path) -> list[Example]:
 @TASKS.register("agnews")
 class AGNews(Task):
     name = "agnews"
+    labels = AG_LABELS
     description = "AG News 4 classes; offline only its test set, split (seed 13) into train 5,600 / dev 500 / test 1,500"
 
     sizes = {"train": 114_000, "dev": 6_000, "test": 7_600}  # with the official train.csv
@@ -100,6 +102,7 @@ IMDB_HUB = HubSpec("stanfordnlp/imdb", "plain_text", "main", "imdb/train.tsv and
 @TASKS.register("imdb")
 class IMDB(Task):
     name = "imdb"
+    labels = SST2_LABELS
     description = "IMDB reviews (hub stanfordnlp/imdb, or local imdb/{train,test}.tsv); GPU scale"
     sizes = {"train": 23_750, "dev": 1_250, "test": 25_000}
 
@@ -158,6 +161,7 @@ def _pair(r: random.Random) -> tuple[str, None, int]:
 @TASKS.register("sent_synth")
 class SyntheticSentiment(Task):
     name = "sent_synth"
+    labels = SST2_LABELS
     description = "embedded synthetic sentiment (2,000 / 300 / 500 short reviews; negation and 'but' clauses)"
 
     def load(self, data_dir: Path | None) -> TaskData:

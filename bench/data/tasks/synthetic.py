@@ -90,6 +90,7 @@ def _ood_train() -> tuple[list[Example], DataSource]:
 @TASKS.register("nli_synth")
 class SyntheticNLI(Task):
     name = "nli_synth"
+    labels = NLI_LABELS
     description = "embedded synthetic NLI (3,000/500/1,000) with an 80% overlap shortcut -> HANS-like OOD (1,800)"
 
     def load(self, data_dir: Path | None) -> TaskData:
