@@ -106,21 +106,35 @@ class LossMethod(Method):
                                "kept": [result.kept()]})
 
 
+SMOOTHED = {"safer": "SAFER", "ranmask": "RanMASK"}  # the smoothing-trained start models, by smoothing
+STARTS = ("finetune", "checkpoint", *SMOOTHED)
+
+
 @dataclass
 class StartParams(TrainParams):
     """A method that compresses a model it is given: the recipe's fine-tuned model, or the
     ``--backbone`` checkpoint as it is; the leaderboard compares it with that model."""
 
-    start: str = "finetune"  # the model compressed: the recipe's fine-tuned model, or "checkpoint" (--backbone as it is)
+    # the model compressed: the recipe's fine-tuned model, "checkpoint" (--backbone as it is), or the
+    # recipe's model trained for randomized smoothing, "safer" or "ranmask" (the smoothed method)
+    start: str = "finetune"
     label_map: str = ""  # with start=checkpoint: its label names mapped onto the task's (see the checkpoint method)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.start not in ("finetune", "checkpoint"):
-            raise BenchError(f"start must be 'finetune' or 'checkpoint', got '{self.start}'")
+        if self.start not in STARTS:
+            raise BenchError(f"start must be one of {', '.join(STARTS)}, got '{self.start}'")
 
     def start_need(self) -> Need:
-        return Need("checkpoint", None, {"label_map": self.label_map}) if self.start == "checkpoint" else finetuned(self.recipe())
+        if self.start == "checkpoint":
+            return Need("checkpoint", None, {"label_map": self.label_map})
+        if self.start in SMOOTHED:
+            return Need("smoothed", None, {"smoothing": self.start, **self.recipe()})
+        return finetuned(self.recipe())
+
+    def start_label(self) -> str:
+        """How a label says where the compressed model came from ("" for the fine-tuned one)."""
+        return {"finetune": "", "checkpoint": "from checkpoint"}.get(self.start) or f"from {SMOOTHED[self.start]}-trained"
 
 
 class CompressMethod(Method):
@@ -170,7 +184,7 @@ class PruneMethod(CompressMethod):
 
     def label(self, p: PruneParams) -> str:
         parts = [p.pattern] if p.pattern != "unstructured" else []
-        parts += ["from checkpoint"] if p.start == "checkpoint" else []
+        parts += [p.start_label()] if p.start_label() else []
         return f"{self.name} ({', '.join(parts)})" if parts else self.name
 
     def check(self, p: PruneParams, sparsity: float | None) -> None:

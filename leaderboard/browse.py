@@ -14,7 +14,7 @@ from pathlib import Path
 from bench.errors import BenchError
 from bench.store.atomic import write_atomic
 from bench.store.records import parse_predictions, read_predictions
-from leaderboard.evidence import has_attack_rows, outcomes_of
+from leaderboard.evidence import has_shown_rows, outcomes_of
 from leaderboard.sections import Section
 from leaderboard.table import labels, order
 
@@ -24,9 +24,9 @@ PART_BYTES = 900_000  # under 1 MB a file, whatever a text's length
 def examples(sec: Section, where: dict[str, Path]) -> dict:
     """The browser's data for one table, its candidates in the table's order. The errors come
     from the outcomes ``check`` parsed; of the rows, only the attack rows and the clean test rows
-    (the confidence an attack started from) are decoded again (``_attack_or_test``)."""
+    (the confidence an attack started from) and the certified rows are decoded again (``_shown_or_test``)."""
     texts: dict[str, str] = {}
-    cands, attacks, ood = [], [], {}
+    cands, attacks, certified, ood = [], [], [], {}
     for ci, cand in enumerate(order(sec)):
         cands.append(f"{cand.name} {cand.target:.0%}" if cand.target is not None else cand.name)
         for r in cand.records:
@@ -36,9 +36,13 @@ def examples(sec: Section, where: dict[str, Path]) -> dict:
                 for (group, gold), (n, wrong) in ([] if name == "test" else o.errors_by_group().items()):
                     seen = ood.get((ci, name, group, gold), (0, 0))
                     ood[(ci, name, group, gold)] = (seen[0] + n, seen[1] + wrong)
-            if not has_attack_rows(r):
+            if not has_shown_rows(r):
                 continue  # nothing more to decode (an OOD record's 30,000 HANS rows)
-            rows = parse_predictions(*read_predictions(where[r.run_id], r), keep=_attack_or_test)
+            rows = parse_predictions(*read_predictions(where[r.run_id], r), keep=_shown_or_test)
+            for x in (x for x in rows if "votes" in x and "text" in x):  # a certified example, and its votes
+                texts.setdefault(x["uid"], x["text"])
+                certified.append([ci, r.seed, x["set"], x["uid"], x["gold"], x["pred"], x.get("select", []), x["votes"],
+                                  x["samples"], x.get("p_lower"), bool(x.get("certified")), x.get("radius", x.get("delta"))])
             conf = {x["uid"]: x["probs"][x["pred"]] for x in rows if x["set"] == "test" and "probs" in x}
             for x in (x for x in rows if "result" in x):
                 a = x["original"].split()
@@ -47,14 +51,14 @@ def examples(sec: Section, where: dict[str, Path]) -> dict:
                        difflib.SequenceMatcher(None, a, x["perturbed"].split(), autojunk=False).get_opcodes() if tag != "equal"]
                 attacks.append([ci, r.seed, x["set"], x["uid"], x["gold"], x["pred"], x["adv_pred"], x["result"],
                                 x.get("words_changed", 0), x.get("queries", 0), conf.get(x["uid"]), ops])
-    return {"candidates": cands, "labels": labels(sec), "texts": texts, "attacks": attacks,
+    return {"candidates": cands, "labels": labels(sec), "texts": texts, "attacks": attacks, "certified": certified,
             "ood": [[*k, n, w] for k, (n, w) in sorted(ood.items(), key=lambda kv: tuple(map(str, kv[0])))]}
 
 
-def _attack_or_test(line: str) -> bool:
-    """Whether a row's JSON line can be an attack row or a clean test row with probabilities: a
-    line without these strings is neither, and is not decoded."""
-    return '"result"' in line or ('"test"' in line and '"probs"' in line)
+def _shown_or_test(line: str) -> bool:
+    """Whether a row's JSON line can be an attack row, a certified row or a clean test row with
+    probabilities: a line without these strings is none of them, and is not decoded."""
+    return '"result"' in line or '"votes"' in line or ('"test"' in line and '"probs"' in line)
 
 
 def _script(table: str, k: int, part: dict) -> str:
@@ -66,7 +70,8 @@ def write_parts(data: dict, folder: Path, table: str) -> list[str]:
     """``data`` as script files ``<table>-<k>.js`` under ``folder``, each under ``PART_BYTES``:
     the first holds the candidates, labels and OOD errors, the rest the attacked examples with
     the texts they need. Returns the files' names, in order."""
-    parts = [{"candidates": data["candidates"], "labels": data["labels"], "ood": data["ood"], "texts": {}, "attacks": []}]
+    parts = [{"candidates": data["candidates"], "labels": data["labels"], "ood": data["ood"], "certified": data["certified"],
+              "texts": {c[3]: data["texts"][c[3]] for c in data["certified"]}, "attacks": []}]
     size = len(_script(table, 0, parts[0]).encode())
     for a in data["attacks"]:
         text = 0 if a[3] in parts[-1]["texts"] else len(json.dumps([a[3], data["texts"][a[3]]], ensure_ascii=False).encode())

@@ -37,7 +37,7 @@ from bench.store.references import Reference
 from leaderboard.candidate import SCALE, shown, slug
 from leaderboard.export import write as write_tables
 from leaderboard.legend import against, header, legend, literal, md
-from leaderboard.plot import heatmap, plot
+from leaderboard.plot import heatmap, plot, radius
 from leaderboard.sections import Section, sections
 from leaderboard.table import Table, details, kept, main, target, tests
 
@@ -107,4 +107,8 @@ def _plots(sec: Section, where: Path) -> list[str]:
     png = heatmap(rows, where.parent / "plots" / f"{name}_pattern.png", f"sparsity per layer and matrix, {sec.task}")
     if png is not None:
         out += [f"![sparsity pattern per layer and matrix, {md(sec.task)}](plots/{png.name})", ""]
+    every = [(c.name, c.target, c.records) for c in sec.candidates]  # dense and structured rows have a curve too
+    png = radius(every, where.parent / "plots" / f"{name}_radius.png", f"certified accuracy by radius, {sec.task}")
+    if png is not None:
+        out += [f"![certified accuracy against substituted words, {md(sec.task)}](plots/{png.name})", ""]
     return out

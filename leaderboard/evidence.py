@@ -104,7 +104,7 @@ Outcomes = dict[str, SetOutcomes]  # set -> its outcomes
 
 PARSED: dict[str, Outcomes] = {}  # predictions checksum -> outcomes (the oldest dropped first)
 PARSED_MAX = 1024  # about 5 MB each for a 31,000-row HANS record
-ATTACKED: set[str] = set()  # the predictions checksums whose rows include attack rows
+SHOWN: set[str] = set()  # the predictions checksums whose rows include rows the example browser shows
 
 
 def outcomes_of(rec: Record, read: tuple[Path, bytes] | None = None) -> Outcomes:
@@ -125,15 +125,15 @@ def outcomes_of(rec: Record, read: tuple[Path, bytes] | None = None) -> Outcomes
         by_set: dict[str, dict[str, tuple]] = defaultdict(dict)  # a later row of one example replaces it
         with gc_paused():
             rows = parse_predictions(path, data)
-            attacked = False
+            shown = False
             for row in rows:
-                attacked = attacked or "result" in row
+                shown = shown or "result" in row or "votes" in row
                 if (right := is_right(row)) is not None:
                     by_set[row["set"]][str(row["uid"])] = (right, row.get("gold"), row.get("pred"), "result" in row,
                                                                 row.get("group") or "")
             scored(rec, rows)
-        if attacked:
-            ATTACKED.add(rec.predictions_sha256)
+        if shown:
+            SHOWN.add(rec.predictions_sha256)
         if len(PARSED) > PARSED_MAX:
             PARSED.pop(next(iter(PARSED)))
         sums = {v for src in rec.provenance.get("data", {}).get("sources", []) for v in src.get("sha256", {}).values()}
@@ -142,10 +142,11 @@ def outcomes_of(rec: Record, read: tuple[Path, bytes] | None = None) -> Outcomes
     return PARSED[rec.predictions_sha256]
 
 
-def has_attack_rows(rec: Record) -> bool:
-    """Whether the record's per-example rows include attack rows (those with a 'result')."""
+def has_shown_rows(rec: Record) -> bool:
+    """Whether the record's per-example rows include rows the example browser shows: attack rows
+    (with a 'result') or certified rows (with 'votes')."""
     outcomes_of(rec)  # parses the rows, once
-    return rec.predictions_sha256 in ATTACKED
+    return rec.predictions_sha256 in SHOWN
 
 
 def _arrays(rows: dict[str, tuple], clusters: Clusters | None = None) -> SetOutcomes:

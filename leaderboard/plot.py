@@ -162,3 +162,40 @@ def heatmap(rows: list[Row], path: Path, title: str) -> Path | None:
     save_atomic(path, lambda tmp: fig.savefig(tmp, dpi=110, bbox_inches="tight"))
     plt.close(fig)
     return path
+
+
+def radius(rows: list[Row], path: Path, title: str) -> Path | None:
+    """Certified accuracy against the number of substituted words (RanMASK's radius curve, the
+    records' ``cert/ranmask/r<k>``; at 0 the smoothed classifier's accuracy), a line per row
+    with a mean +- std band over seeds; None when no record has the curve."""
+    keys = sorted({k for _, _, rs in rows for r in rs for k in r.metrics if k.startswith("cert/ranmask/r")},
+                  key=lambda k: int(k.rsplit("r", 1)[1]))
+    if not keys:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    xs = [0] + [int(k.rsplit("r", 1)[1]) for k in keys]
+    for i, (label, target, rs) in enumerate(rows):
+        curves = [[r.metrics.get(k) for k in ("cert/ranmask/smoothed", *keys)] for r in rs if "cert/ranmask/smoothed" in r.metrics]
+        curves = [c for c in curves if all(v is not None for v in c)]
+        if not curves:
+            continue
+        mean, std = 100 * np.mean(curves, axis=0), 100 * np.std(curves, axis=0, ddof=1) if len(curves) > 1 else None
+        c, m = style(i, colors)
+        name = label if target is None else f"{label} {target:.0%}"
+        ax.plot(xs, mean, marker=m, color=c, label=name)
+        if std is not None:
+            ax.fill_between(xs, mean - std, mean + std, color=c, alpha=0.15)
+    ax.set_xlabel("substituted words (radius)")
+    ax.set_ylabel("certified accuracy %")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper right")
+    save_atomic(path, lambda tmp: fig.savefig(tmp, dpi=110, bbox_inches="tight"))
+    plt.close(fig)
+    return path

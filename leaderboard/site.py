@@ -161,13 +161,14 @@ def study_page(title: str, secs: list[Section], out: Path, where: dict[str, Path
         parts += [f"<section class=study id='{_e(name)}' data-table='{_e(name)}'><h2>{_e(sec.task)} — backbone "
                   f"<code>{_e(shown(sec.backbone))}</code></h2>", _filters(sec, main_t), table_html(main_t, out),
                   f"<details class=rule><summary>how this table is ranked and flagged</summary><p>{_e(legend(sec))}</p></details>"]
-        plots = [p for p in (f"{name}.png", f"{name}_pattern.png") if (src / "plots" / p).is_file()]
+        plots = [p for p in (f"{name}.png", f"{name}_pattern.png", f"{name}_radius.png") if (src / "plots" / p).is_file()]
         downloads = [f for f in (f"{name}.csv", f"{name}_seeds.csv", f"{name}.json") if (src / "tables" / f).is_file()]
         for sub, files in (("plots", plots), ("tables", downloads)):
             for f in files:
                 (out / sub).mkdir(parents=True, exist_ok=True)
                 write_atomic(out / sub / f, (src / sub / f).read_bytes())
-        what = {p: "sparsity per layer and matrix" if "pattern" in p else "sparsity against each main column" for p in plots}
+        what = {p: "sparsity per layer and matrix" if "pattern" in p else "certified accuracy by radius" if "radius" in p
+                else "sparsity against each main column" for p in plots}
         parts.append("<p>" + " · ".join([f"<a href='#{_e(name)}-plot-{i}'>plot: {what[p]}</a>" for i, p in enumerate(plots)]
                                          + [f"download <a href='tables/{f}'>{f}</a>" for f in downloads]) + "</p>")
         for table in [*details(sec), kept(sec), tests(sec, against(sec) if sec.reference else "")]:

@@ -49,7 +49,7 @@ class Quantize(CompressMethod):
 
     def label(self, p: QuantizeParams) -> str:
         what = "int8 dynamic" if p.scheme == INT8_DYNAMIC else f"int{p.bits} weight-only g{p.group_size} (simulated)"
-        return what + (", from checkpoint" if p.start == "checkpoint" else "")
+        return what + (f", {p.start_label()}" if p.start_label() else "")
 
     def epochs(self, p: QuantizeParams, sparsity: float | None) -> float:
         return 0.0

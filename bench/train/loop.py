@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from tqdm import tqdm
 from transformers import get_linear_schedule_with_warmup
 
 from bench.api import Context
+from bench.data.examples import Example
 from bench.errors import BenchError
 from bench.metrics import id_metric
 from bench.model import accel
@@ -101,6 +103,7 @@ def train(
     step_fn: StepFn | None = None,
     restart: frozenset[int] = frozenset(),
     desc: str = "train",
+    augment: Callable[[Example, random.Random], Example] | None = None,
 ) -> TrainResult:
     """Train in place; on return the model holds the best checkpoint by ID dev.
 
@@ -115,6 +118,8 @@ def train(
     backward itself and returns the loss); ``loss_fn`` is then unused. At each step in ``restart``
     (after ``on_step``) the optimizer and its schedule start afresh over the remaining steps
     (IMP's "optimizer rewinding" at every prune, SRNet's released ``trainer_imp.py``).
+    ``augment(example, rng)`` gives each example of a batch a fresh random copy, drawn anew every
+    time the example comes round (SAFER's and RanMASK's training for randomized smoothing).
     """
     task, device = ctx.task, ctx.device
     torch.manual_seed(ctx.seed)
@@ -141,6 +146,7 @@ def train(
 
     opt, sched = optimizer(total)
     gen = torch.Generator().manual_seed(ctx.seed)
+    rng = random.Random(ctx.seed)
     best = TrainResult(steps=last, best_step=-1, best_dev=-math.inf, seconds=0.0)
     best_state = None
     t0 = time.time()
@@ -154,7 +160,9 @@ def train(
                 on_step(step, total)
             if step in restart and step > 0:
                 opt, sched = optimizer(total - step)
-            inputs = accel.to_device(collate([enc[i] for i in idx], tokenizer.pad_token_id), device)
+            items = [enc[i] for i in idx] if augment is None else \
+                encode(tokenizer, [augment(task.train[i], rng) for i in idx], task.max_length)
+            inputs = accel.to_device(collate(items, tokenizer.pad_token_id), device)
             if step_fn is None:
                 with autocast(device, ctx.precision):
                     logits = forward(**inputs).logits

@@ -191,3 +191,20 @@ def test_a_record_whose_every_text_holds_markup_runs_no_script(browser, tmp_path
     assert page.locator("img:not(.plot)").count() == 0 and MARKUP in page.locator("body").inner_text()
     assert seen["dialogs"] == [] and seen["errors"] == []
     page.close()
+
+
+def test_the_browser_shows_certified_examples_with_their_votes(browser, run_spec, runner, tmp_path):
+    spec = run_spec("finetune", "certified", suite_params={"smoothing": "ranmask", "n": 6, "samples": 20, "select": 5})
+    runner.run(spec)
+    write_site([runner.out], tmp_path / "site")
+    page, seen = _open(browser, tmp_path / "site" / runner.out.name / "index.html")
+    page.locator("section.study details.examples summary").first.click()
+    page.wait_for_selector(".c-list .example")
+    shown = page.locator(".c-list .example .meta").first.inner_text()
+    assert re.search(r"gold (entailment|neutral|contradiction); smoothed answer (entailment|neutral|contradiction): "
+                     r"selection votes entailment \d+, neutral \d+, contradiction \d+; \d+ of 20 fresh samples", shown), shown
+    assert page.locator(".c-list .example").count() == 6
+    page.select_option(".c-verdict", "not certified")
+    assert all("certified against" not in t for t in page.locator(".c-list .example .meta").all_inner_texts())
+    assert seen["errors"] == [] and seen["dialogs"] == []
+    page.close()

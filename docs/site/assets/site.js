@@ -137,7 +137,40 @@ function browser(div, d) {
       search, el("div", {class: "scroll"}, table));
     wire(table);
   }
-  if (!d.attacks.length && !d.ood.length) div.append(el("p", {text: "No kept predictions to browse for this table."}));
+  if (d.certified && d.certified.length) certifiedList(div, d);
+  if (!d.attacks.length && !d.ood.length && !(d.certified && d.certified.length)) {
+    div.append(el("p", {text: "No kept predictions to browse for this table."}));
+  }
+}
+
+function certifiedNode(d, c) {
+  // one smoothed example: its text, the votes of both draws, the bound and the verdict
+  const [, seed, set, uid, gold, pred, select, votes, samples, pLower, certified, reach] = c;
+  const name = (id) => labelName(d.labels, set, id);
+  const picked = select.map((n, k) => `${name(k)} ${n}`).join(", ");
+  const verdict = !certified ? (pLower <= 0.5 ? "abstains: the bound is not above 1/2" : "not certified")
+    : set === "ranmask" ? `certified against ${reach} substituted words` : `certified (Delta ${reach})`;
+  return el("div", {class: "example " + (certified && pred === gold ? "certified" : "uncertified")},
+    el("div", {class: "meta", text: `${d.candidates[c[0]]}, seed ${seed}, ${set}, example ${uid}: gold ${name(gold)}; ` +
+      `smoothed answer ${name(pred)}: selection votes ${picked}; ${votes} of ${samples} fresh samples, lower bound ` +
+      `${pLower === null ? "?" : pLower.toFixed(3)}; ${verdict}`}),
+    el("div", {class: "orig", text: d.texts[uid] || ""}));
+}
+
+function certifiedList(div, d) {
+  const cand = el("select", {class: "c-cand"}), verdict = el("select", {class: "c-verdict"});
+  optionList(cand, d.candidates);
+  optionList(verdict, ["certified", "not certified"]);
+  const list = el("div", {class: "c-list"});
+  const render = () => {
+    const rows = d.certified.filter((c) => (!cand.value || d.candidates[c[0]] === cand.value) &&
+      (!verdict.value || (verdict.value === "certified") === c[10]));
+    list.replaceChildren(el("p", {text: `${rows.length} smoothed examples (the first 50)`}), ...rows.slice(0, 50).map((c) => certifiedNode(d, c)));
+  };
+  [cand, verdict].forEach((s) => s.addEventListener("change", render));
+  div.append(el("h4", {text: "Certified by randomized smoothing"}),
+    el("div", {class: "filters"}, el("label", {}, "candidate ", cand), el("label", {}, "verdict ", verdict)), list);
+  render();
 }
 
 const loaded = {}; // table -> merged examples, once all its parts are in
@@ -149,10 +182,10 @@ function load(table, files, done) {
     const s = el("script", {src: `examples/${f}`});
     s.addEventListener("load", () => {
       if (--left) return;
-      const d = {candidates: [], labels: {}, texts: {}, attacks: [], ood: []};
+      const d = {candidates: [], labels: {}, texts: {}, attacks: [], ood: [], certified: []};
       // the parts in their order, whichever loaded first
       (window.BENCH_PARTS || []).filter((p) => p.table === table).sort((x, y) => x.part - y.part).forEach((p) => {
-        ["candidates", "ood", "attacks"].forEach((k) => p[k] && d[k].push(...p[k]));
+        ["candidates", "ood", "attacks", "certified"].forEach((k) => p[k] && d[k].push(...p[k]));
         Object.assign(d.texts, p.texts || {});
         Object.assign(d.labels, p.labels || {});
       });
