@@ -116,7 +116,7 @@ class StartParams(TrainParams):
     ``--backbone`` checkpoint as it is; the leaderboard compares it with that model."""
 
     # the model compressed: the recipe's fine-tuned model, "checkpoint" (--backbone as it is), or the
-    # recipe's model trained for randomized smoothing, "safer" or "ranmask" (the smoothed method)
+    # recipe's model trained for randomized smoothing, "safer" or "ranmask" (the smoothing_aware method)
     start: str = "finetune"
     label_map: str = ""  # with start=checkpoint: its label names mapped onto the task's (see the checkpoint method)
 
@@ -129,12 +129,14 @@ class StartParams(TrainParams):
         if self.start == "checkpoint":
             return Need("checkpoint", None, {"label_map": self.label_map})
         if self.start in SMOOTHED:
-            return Need("smoothed", None, {"smoothing": self.start, **self.recipe()})
+            return Need("smoothing_aware", None, {"smoothing": self.start, **self.recipe()})
         return finetuned(self.recipe())
 
     def start_label(self) -> str:
         """How a label says where the compressed model came from ("" for the fine-tuned one)."""
-        return {"finetune": "", "checkpoint": "from checkpoint"}.get(self.start) or f"from {SMOOTHED[self.start]}-trained"
+        if self.start in SMOOTHED:
+            return f"from {SMOOTHED[self.start]}-trained"
+        return "from checkpoint" if self.start == "checkpoint" else ""
 
 
 class CompressMethod(Method):

@@ -61,9 +61,9 @@ class SmoothedParams(TrainParams):
         return finetuned(self.recipe()) if self.start == "finetune" else None
 
 
-@METHODS.register("smoothed")
-class Smoothed(Method):
-    name = "smoothed"
+@METHODS.register("smoothing_aware")
+class SmoothingAware(Method):
+    name = "smoothing_aware"
     description = "training for randomized smoothing: SAFER's random substitutions or RanMASK's masks (from the backbone or a model)"
     Params = SmoothedParams
     labelled = ("smoothing", "start")
@@ -89,7 +89,7 @@ class Smoothed(Method):
             start = ctx.require(need)
             tok, model = start.tokenizer, copy.deepcopy(start.model)
         loss_fn, info = make_loss(p.loss, ctx, model, tok)
-        result = train(model, tok, ctx, p, loss_fn, desc=f"smoothed {p.smoothing}", augment=augmenter(p, ctx, tok))
+        result = train(model, tok, ctx, p, loss_fn, desc=f"smoothing-aware {p.smoothing}", augment=augmenter(p, ctx, tok))
         info.update(best_step=result.best_step, best_dev=result.best_dev, train_steps=result.steps, kept=[result.kept()],
                     train_seconds=result.seconds, history=result.history)
         return Candidate(model=model, tokenizer=tok, lineage={}, info=info)

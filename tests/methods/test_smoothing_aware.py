@@ -1,4 +1,4 @@
-"""Training for randomized smoothing (``methods.smoothed``): each batch trains on fresh random
+"""Training for randomized smoothing (``methods.smoothing_aware``): each batch trains on fresh random
 copies drawn from the certified suite's own distribution (SAFER's released ``train.py``: one fresh
 substitution of every example each epoch; RanMASK's ``trainer/mask.py``: a fresh mask each batch,
 at the same rate), from the backbone or from a given model; the run is then certified."""
@@ -13,7 +13,7 @@ import pytest
 from bench.data.perturb import kept
 from bench.errors import BenchError
 from bench.store.records import load_predictions
-from methods.smoothed import SmoothedParams
+from methods.smoothing_aware import SmoothedParams
 
 
 def test_its_parameters_are_checked():
@@ -25,7 +25,7 @@ def test_its_parameters_are_checked():
 
 
 def test_ranmask_training_sees_fresh_masks_at_the_suites_rate(run_spec, runner, monkeypatch):
-    import methods.smoothed as smoothed
+    import methods.smoothing_aware as smoothed
 
     copies = defaultdict(list)
     draw = smoothed.perturbed
@@ -36,7 +36,7 @@ def test_ranmask_training_sees_fresh_masks_at_the_suites_rate(run_spec, runner, 
         return out
 
     monkeypatch.setattr(smoothed, "perturbed", spy)
-    spec = run_spec("smoothed", "certified", params={"smoothing": "ranmask", "epochs": 2, "batch_size": 8},
+    spec = run_spec("smoothing_aware", "certified", params={"smoothing": "ranmask", "epochs": 2, "batch_size": 8},
                     suite_params={"smoothing": "ranmask", "n": 4, "samples": 10, "select": 3})
     record = runner.run(spec)
     texts = [t for got in copies.values() for t in got]
@@ -58,7 +58,7 @@ def test_safer_training_substitutes_from_the_neighbour_lists(run_spec, runner, t
     calls = []
     encode = loop.encode
     monkeypatch.setattr(loop, "encode", lambda tok, exs, n: calls.append([e.text_b or e.text_a for e in exs]) or encode(tok, exs, n))
-    spec = run_spec("smoothed", "certified", params={"epochs": 1, "batch_size": 8}, data_dir=str(data),
+    spec = run_spec("smoothing_aware", "certified", params={"epochs": 1, "batch_size": 8}, data_dir=str(data),
                     suite_params={"n": 4, "samples": 10, "select": 3})
     record = runner.run(spec)
     seen = [t.lower() for batch in calls if len(batch) <= 8 for t in batch]  # the batches, not a whole clean split
@@ -72,7 +72,7 @@ def test_safer_training_substitutes_from_the_neighbour_lists(run_spec, runner, t
 def _train_texts(run_spec) -> list[str]:
     from bench.registry import TASKS
 
-    spec = run_spec("smoothed", "certified")
+    spec = run_spec("smoothing_aware", "certified")
     task = TASKS.get(spec.task).load(None).limited(spec.max_examples)
     return [ex.text_b if ex.text_b is not None else ex.text_a for ex in task.train]
 
@@ -85,6 +85,6 @@ def test_a_compression_starts_from_the_smoothing_trained_model(run_spec, runner)
                     suite_params={"smoothing": "ranmask", "n": 4, "samples": 10, "select": 3})
     record = runner.run(spec)
     assert record.label == "wanda (from RanMASK-trained)"
-    assert record.baseline and "smoothed" in record.baseline  # compared with the model it was pruned from
+    assert record.baseline and "smoothing_aware" in record.baseline  # compared with the model it was pruned from
     with pytest.raises(BenchError, match="start must be one of finetune, checkpoint, safer, ranmask"):
         run_spec("quantize", "certified", params={"start": "gauss"})
