@@ -283,21 +283,15 @@ def same_results(a: Record, b: Record) -> bool:
     return _agree(load_predictions(a.where, a), load_predictions(b.where, b), tol=PROB_NOISE)
 
 
-def _dirty(record) -> bool:
-    return record.provenance.get("git", {}).get("dirty") is not False
-
-
-def merged(found: list) -> list:
+def merged(found: list[Record]) -> list[Record]:
     """Records of several studies with each run once: one run in two studies must report the
-    same results there (``leaderboard.evidence.same_results``); the copy made from a clean
-    tree is kept."""
-    records = {}
+    same results there (``same_results``); the copy made from a clean tree is kept."""
+    dirty = lambda r: r.provenance.get("git", {}).get("dirty") is not False  # noqa: E731
+    records: dict[str, Record] = {}
     for r in found:
         seen = records.setdefault(r.run_id, r)
-        if seen is r:
-            continue
-        if not same_results(seen, r):
+        if seen is not r and not same_results(seen, r):
             raise BenchError(f"run {r.run_id} is in {seen.where} and {r.where} with different results: keep one")
-        if _dirty(seen) and not _dirty(r):  # one run in two studies: the copy made from a clean tree
+        if seen is not r and dirty(seen) and not dirty(r):
             records[r.run_id] = r
     return list(records.values())
