@@ -2,10 +2,14 @@
 trained on to be smoothed (randomized smoothing for text): here, in the data layer, so that the
 certified suite and a training method share one definition.
 
-- ``Substitutions``: SAFER's perturbation sets (Ye, Gong and Liu, ACL 2020): a word's set T_w is
-  the word and its counter-fitted neighbours (``wordsub/counterfitted_neighbors.json``, at most
-  ``size`` words), and its overlap q_w = min over its neighbours w' of |T_w & T_w'| / |T_w|. A
-  sample replaces every word that has a set by a uniform draw from it.
+- ``Substitutions``: SAFER's perturbation sets (Ye, Gong and Liu, ACL 2020), built as its released
+  ``data_process.get_perturbation_set``: the counter-fitted neighbours
+  (``wordsub/counterfitted_neighbors.json``, the attacker's synonyms S_w) link words into a graph;
+  a word in a connected component of at most ``size`` words has the whole component as its set
+  T_w, so its overlap q_w is 1; in a larger component T_w is the ``size`` words nearest to it (here
+  by graph distance, breadth first in the lists' order: the counter-fitted vectors SAFER ranks by
+  are not shipped), and q_w = min over w' in S_w of |T_w & T_w'| / |T_w| (its
+  ``calculate_tv_table``). A sample replaces every word that has a set by a uniform draw from it.
 - ``masked``: a RanMASK sample (Zeng et al., Computational Linguistics 2023): ``kept`` of the h
   words kept, uniformly without replacement, each other word one mask token.
 """
@@ -32,16 +36,31 @@ def kept(words: int, mask_rate: float, min_keep: int = 2) -> int:
 
 @dataclass(frozen=True)
 class Substitutions:
-    sets: dict[str, tuple[str, ...]]  # T_w, the word first
+    sets: dict[str, tuple[str, ...]]  # T_w: its component, or the size words nearest to it
     overlap: dict[str, float]  # q_w
 
     @classmethod
     def from_neighbours(cls, neighbours: dict[str, list[str]], size: int) -> Substitutions:
-        sets = {w: tuple(dict.fromkeys([w, *ns]))[:size] for w, ns in neighbours.items() if ns}
+        graph: dict[str, dict[str, None]] = {}  # undirected, neighbours in the lists' order
+        for w, ns in neighbours.items():
+            for v in ns:
+                if v != w:
+                    graph.setdefault(w, {})[v] = None
+                    graph.setdefault(v, {})[w] = None
+        component: dict[str, tuple[str, ...]] = {}
+        for w in graph:
+            if w not in component:
+                members = tuple(_breadth_first(graph, w, len(graph)))
+                component.update(dict.fromkeys(members, members))
+        sets = {w: c if len(c) <= size else tuple(_breadth_first(graph, w, size)) for w, c in component.items()}
         overlap = {}
         for w, t in sets.items():
-            mine = set(t)
-            overlap[w] = min((len(mine & set(sets.get(v, (v,)))) / len(mine) for v in neighbours[w]), default=1.0)
+            if len(component[w]) <= size:
+                overlap[w] = 1.0  # every word of the component draws from the same set
+            else:
+                mine = set(t)
+                overlap[w] = min((len(mine & set(sets[v])) / len(mine) for v in neighbours.get(w, ()) if v in sets),
+                                 default=1.0)
         return cls(sets, overlap)
 
     def overlaps(self, text: str) -> list[float]:
@@ -50,6 +69,19 @@ class Substitutions:
 
     def sample(self, text: str, rng: random.Random) -> str:
         return " ".join(rng.choice(self.sets[w.lower()]) if w.lower() in self.sets else w for w in text.split())
+
+
+def _breadth_first(graph: dict[str, dict[str, None]], start: str, limit: int) -> list[str]:
+    """Up to ``limit`` words of ``start``'s component, nearest first (``start`` itself first)."""
+    order, seen = [start], {start}
+    for w in order:
+        for v in graph[w]:
+            if v not in seen:
+                if len(order) == limit:
+                    return order
+                seen.add(v)
+                order.append(v)
+    return order
 
 
 def masked(text: str, mask_rate: float, mask_token: str, rng: random.Random) -> str:

@@ -5,7 +5,10 @@ run end to end whose every verdict ``score`` (what ``bench rescore`` runs) decid
 Where the numbers come from. The papers' bodies were not readable here; each default below is
 quoted from the released code, named by repository, file and commit:
 - SAFER, lushleaf/Structure-free-certified-NLP@99f1f3a: ``run.sh`` (perturbation sets of at most
-  K = 100 words; evaluation.py certifies when p - Delta >= 0.5 + mc_error with Delta = 1 - the
+  K = 100 words), ``data_process.get_perturbation_set`` (a connected component of the synonym
+  graph of at most K words is every member's set, ``isdivide`` 0, overlap 1; in a larger one a
+  word's set is its K nearest), ``evaluation.calculate_tv_table`` (q = min over the word's
+  neighbours of the shared share of its set); evaluation.py certifies when p - Delta >= 0.5 + mc_error with Delta = 1 - the
   product of the overlaps q of every word, ``calculate_tv``);
 - RanMASK, zjiehang/RanMASK@c171aab: ``args.py`` (sparse_mask_rate 0.7; predict_ensemble 100;
   alpha 0.05), ``utils/certify.py`` (p_lower = proportion_confint(n_A, n, alpha=2 * alpha,
@@ -90,16 +93,37 @@ def test_safer_delta_multiplies_the_smallest_overlaps():
     assert safer_delta([]) == 0.0
 
 
-def test_safer_sets_and_overlaps_follow_the_definition():
-    """T_w = the word and its neighbours; q_w = min over neighbours w' of |T_w & T_w'| / |T_w|."""
-    subs = Substitutions.from_neighbours({"good": ["fine", "nice"], "fine": ["good"], "nice": ["good", "lovely"]}, size=100)
-    assert subs.sets["good"] == ("good", "fine", "nice")
-    assert subs.overlap["good"] == pytest.approx(min(2 / 3, 2 / 3))  # T_fine = {fine, good}; T_nice = {nice, good, lovely}
-    assert subs.overlap["nice"] == pytest.approx(min(2 / 3, 1 / 3))  # lovely has no set: T_lovely = {lovely}
+def test_safer_sets_follow_the_released_construction():
+    """A component of at most K words is every member's set (q = 1); in a larger component a
+    word's set is its K nearest, and q_w = min over its neighbours w' of |T_w & T_w'| / |T_w|."""
+    neighbours = {"good": ["fine", "nice"], "fine": ["good"], "nice": ["good", "lovely"],  # component of 4
+                  "big": ["large"], "large": ["huge"], "huge": ["vast"], "vast": []}  # a chain of 4
+    small = Substitutions.from_neighbours(neighbours, size=4)
+    assert set(small.sets["lovely"]) == set(small.sets["good"]) == {"good", "fine", "nice", "lovely"}
+    assert small.overlap["good"] == small.overlap["nice"] == 1.0
+    chain = Substitutions.from_neighbours(neighbours, size=2)  # every component is now larger than K
+    assert chain.sets["big"] == ("big", "large") and chain.sets["large"] == ("large", "big")  # nearest first
+    assert chain.sets["huge"] == ("huge", "large")  # breadth first in the lists' order: large listed before vast
+    assert chain.overlap["big"] == pytest.approx(1.0)  # T_large = {large, big} = T_big
+    assert chain.overlap["large"] == pytest.approx(1 / 2)  # T_huge = {huge, large}: shares 1 of 2
+    assert chain.overlap["vast"] == 1.0  # no synonym to be swapped for
     rng = random.Random(0)
-    draws = {subs.sample("a good film", rng).split()[1] for _ in range(200)}
-    assert draws == {"good", "fine", "nice"}  # uniform over T_good, other words kept
-    assert subs.overlaps("A good nice film") == [subs.overlap["good"], subs.overlap["nice"]]
+    draws = {small.sample("a good film", rng).split()[1] for _ in range(200)}
+    assert draws == {"good", "fine", "nice", "lovely"}  # uniform over T_good, other words kept
+    assert chain.overlaps("A big large film") == [chain.overlap["big"], chain.overlap["large"]]
+
+
+def test_safer_sets_on_the_shipped_neighbours():
+    """On the shipped lists most words sit in small components (q = 1); the rest share a large one."""
+    from bench.data.perturb import NEIGHBOURS, substitutions
+    from tests.conftest import REAL_DATA as root
+    if root is None or not (root / NEIGHBOURS).is_file():
+        pytest.skip("the real data directory is not available")
+    subs = substitutions(root, 100)
+    assert max(len(t) for t in subs.sets.values()) == 100
+    whole = sum(q == 1.0 for q in subs.overlap.values()) / len(subs.overlap)
+    assert 0.3 < whole < 0.9
+    assert subs.overlap["good"] < 1.0 and all(0 < q <= 1 for q in subs.overlap.values())
 
 
 class KeptWord(nn.Module):
