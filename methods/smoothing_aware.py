@@ -10,7 +10,9 @@ examples, drawn from the distribution the ``certified`` suite's smoothed classif
 
 Here a fresh copy is drawn each time an example comes round. ``start=backbone`` trains from the
 pre-trained model, as both papers do; ``start=finetune`` (the recipe's fine-tuned model) or
-``checkpoint`` (``--backbone`` as it is) goes on training that model for smoothing. The recipe
+``checkpoint`` (``--backbone`` as it is) goes on training that model for smoothing. A sparse start
+(a pruned candidate, through ``bench export``) stays as sparse: its zeros are masked while it
+trains, so a compressed model can be trained for smoothing as well as certified as it is. The recipe
 is the harness's fine-tuning recipe, so that the twin differs from the CE model only in what it
 is trained on; the papers' (SAFER: 3 epochs at 5e-5, batch 8; RanMASK: 10 epochs, batch 32) are a
 ``--param`` away.
@@ -26,6 +28,7 @@ from bench.api import Candidate, Context, Method, Need
 from bench.data.perturb import NEIGHBOURS, masked, perturbed, substitutions
 from bench.errors import BenchError
 from bench.model.backbone import load_classifier, load_tokenizer
+from bench.model.masking import fix_zeros
 from bench.plugin import finetuned
 from bench.registry import METHODS
 from bench.store.atomic import sha256_file
@@ -88,10 +91,11 @@ class SmoothingAware(Method):
         else:
             start = ctx.require(need)
             tok, model = start.tokenizer, copy.deepcopy(start.model)
+        zeros = fix_zeros(model)
         loss_fn, info = make_loss(p.loss, ctx, model, tok)
         result = train(model, tok, ctx, p, loss_fn, desc=f"smoothing-aware {p.smoothing}", augment=augmenter(p, ctx, tok))
         info.update(best_step=result.best_step, best_dev=result.best_dev, train_steps=result.steps, kept=[result.kept()],
-                    train_seconds=result.seconds, history=result.history)
+                    train_seconds=result.seconds, history=result.history, start_zeros_kept=round(zeros, 6))
         return Candidate(model=model, tokenizer=tok, lineage={}, info=info)
 
 

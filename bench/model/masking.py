@@ -168,6 +168,18 @@ def apply_masks(model: nn.Module, masks: dict[str, torch.Tensor]) -> None:
             parametrize.register_parametrization(lin, "weight", FixedMask(mask.to(lin.weight.device)))
 
 
+def fix_zeros(model: nn.Module, least: float = 0.01) -> float:
+    """Keep a sparse model sparse while it trains: mask the zeros of its prunable matrices where
+    they are at least ``least`` of them (a pruned checkpoint, whose masks were baked on export).
+    Returns their share (0.0 when nothing was masked)."""
+    masks = {n: lin.weight.detach() != 0 for n, lin in prunable_linears(model).items()}
+    zeros = sum(int((~m).sum()) for m in masks.values()) / sum(m.numel() for m in masks.values())
+    if zeros < least:
+        return 0.0
+    apply_masks(model, {n: m & current_masks(model).get(n, m) for n, m in masks.items()})
+    return zeros
+
+
 def current_masks(model: nn.Module) -> dict[str, torch.Tensor]:
     """The binary mask of every parametrized weight (FixedMask buffers, else the non-zeros)."""
     out = {}

@@ -9,6 +9,7 @@ import json
 from collections import Counter, defaultdict
 
 import pytest
+import torch
 
 from bench.data.perturb import kept
 from bench.errors import BenchError
@@ -88,3 +89,31 @@ def test_a_compression_starts_from_the_smoothing_trained_model(run_spec, runner)
     assert record.baseline and "smoothing_aware" in record.baseline  # compared with the model it was pruned from
     with pytest.raises(BenchError, match="start must be one of finetune, checkpoint, safer, ranmask"):
         run_spec("quantize", "certified", params={"start": "gauss"})
+
+
+def test_a_pruned_model_trained_for_smoothing_stays_as_sparse(runner, tiny_bert, tmp_path):
+    """A compressed candidate exported (its masks baked into zeros) and trained for smoothing from
+    that checkpoint keeps every zero: training moves only the weights the pruning kept."""
+    from bench.model.masking import magnitude_masks, prunable_linears
+    from bench.spec.run import resolve
+    from tests.methods.test_checkpoint import _checkpoint
+
+    ckpt = _checkpoint(tiny_bert, tmp_path / "ckpt", ["entailment", "neutral", "contradiction"])
+    from transformers import AutoModelForSequenceClassification
+
+    model = AutoModelForSequenceClassification.from_pretrained(ckpt)
+    masks = magnitude_masks(model, 0.5)
+    with torch.no_grad():
+        for name, lin in prunable_linears(model).items():
+            lin.weight.mul_(masks[name])
+    model.save_pretrained(ckpt, safe_serialization=True)
+    spec = resolve("smoothing_aware", "certified", backbone=str(ckpt), max_examples=40,
+                   params={"smoothing": "ranmask", "start": "checkpoint", "epochs": 1, "batch_size": 8},
+                   suite_params={"smoothing": "ranmask", "n": 4, "samples": 10, "select": 3})
+    cand = runner.candidate(spec)
+    assert cand.info["start_zeros_kept"] == pytest.approx(0.5, abs=1e-3)
+    trained = prunable_linears(cand.model)
+    assert all(torch.equal(trained[n].weight.detach() != 0, m) for n, m in masks.items())  # the same zeros
+    before = prunable_linears(model)
+    assert any(not torch.equal(trained[n].weight.detach(), before[n].weight.detach()) for n in masks)  # and it trained
+    assert cand.sparsity.sparsity == pytest.approx(0.5, abs=1e-3)
