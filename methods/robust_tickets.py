@@ -23,7 +23,10 @@ pre-trained weights with standard CE (table 5: lr 2e-5, 3 epochs).
 
 The search starts from an already fine-tuned model, with the recipe's loss and epochs: the
 authors' released code fine-tunes first (its stage 1) and searches the mask on that model
-(stage 2); the ticket's weights are then rewound to the pre-trained ones (stage 3).
+(stage 2); the ticket's weights are then rewound to the pre-trained ones (stage 3). ``start``
+picks stage 1's model: the fine-tuned one (the paper), or the recipe's model trained for
+randomized smoothing (``safer`` or ``ranmask``, the ``smoothing_aware`` method), so that a ticket
+can be searched where smoothing was learned; the retraining stays the paper's CE.
 
 Controls (``ticket``), at the same sparsity and with exactly the same retraining: ``random`` (a
 random mask with the robust ticket's per-matrix sparsity) and ``imp``, the lottery ticket of
@@ -64,6 +67,7 @@ from bench.model.masking import (
     magnitude_masks,
     prunable_linears,
 )
+from bench.plugin import SMOOTHED
 from bench.registry import METHODS
 from bench.train.freelb import FreeLBParams, freelb_loss
 from bench.train.loop import TrainParams, total_steps, train
@@ -86,10 +90,16 @@ class RobustTicketsParams(TrainParams, FreeLBParams):
     init_log_alpha: float = 2.0  # P(z != 0) ~ 0.97 at the start: the search starts from the full model
     retrain_epochs: float = 3.0
     retrain_lr: float = 2e-5
+    start: Literal["finetune", "safer", "ranmask"] = "finetune"  # stage 1's model, the search's start
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self.check_adv()
+        if self.start not in ("finetune", *SMOOTHED):
+            raise BenchError(f"start must be one of finetune, {', '.join(SMOOTHED)}, got '{self.start}'")
+        if self.start != "finetune" and self.ticket == "imp":
+            raise BenchError("start picks the model the robust ticket's search starts from; the IMP ticket starts "
+                             "from the pre-trained weights")
         if not (math.isfinite(self.lam) and self.lam >= 0):
             raise BenchError(f"lam (the L0 penalty's lambda) must be >= 0, got {self.lam}")
         if not 0 <= self.lambda_warmup < 1:
@@ -110,10 +120,11 @@ class RobustTickets(Method):
     Params = RobustTicketsParams
     sparse = True
 
-    labelled = ("loss", "ticket")
+    labelled = ("loss", "ticket", "start")
 
     def label(self, p: RobustTicketsParams) -> str:
-        return {"robust": "robust ticket", "random": "random ticket", "imp": "IMP ticket"}[p.ticket] + " (retrained, ce)"
+        start = f", from {SMOOTHED[p.start]}-trained" if p.start in SMOOTHED else ""
+        return {"robust": "robust ticket", "random": "random ticket", "imp": "IMP ticket"}[p.ticket] + f" (retrained, ce{start})"
 
     def requires(self, p: RobustTicketsParams, sparsity: float | None, reference: Need) -> list[Need]:
         return [] if p.ticket == "imp" else [_source(p, sparsity)]
@@ -236,6 +247,8 @@ def _source(p: RobustTicketsParams, sparsity: float | None) -> Need:
     per-matrix sparsity a random ticket copies (the lottery ticket starts from pre-trained weights)."""
     if p.ticket == "random":
         return Need("robust_tickets", sparsity, {**dataclasses.asdict(p), "ticket": "robust"})
+    if p.start in SMOOTHED:
+        return Need("smoothing_aware", None, {"smoothing": p.start, **p.recipe()})
     return finetuned(p.recipe())
 
 

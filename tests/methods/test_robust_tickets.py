@@ -122,6 +122,22 @@ def test_random_ticket_copies_the_robust_tickets_per_matrix_sparsity(runner, run
     assert int(m.sum()) == 3
 
 
+def test_the_search_can_start_from_the_smoothing_trained_twin(runner, run_spec):
+    """``start=safer``: stage 1's model is the recipe's SAFER-trained twin, searched as the CE one."""
+    spec, ctx = _ctx(runner, run_spec, start="ranmask")
+    twin = runner.candidate(run_spec("smoothing_aware", task="sent_synth",
+                                     params={"smoothing": "ranmask", "epochs": 2, "batch_size": 8}))
+    p = RobustTicketsParams(**{**P, "start": "ranmask"})
+    need = RobustTickets().requires(p, 0.5, None)[0]
+    assert need.method == "smoothing_aware" and need.params["smoothing"] == "ranmask"
+    _, info, model = RobustTickets.search(ctx, p, 0.5)
+    before = twin.model.state_dict()
+    after = {k.replace(".parametrizations.weight.original", ".weight"): v for k, v in model.state_dict().items()
+             if "log_alpha" not in k and "ticket" not in k}
+    assert all(torch.equal(before[k], after[k]) for k in before)  # the twin's weights, searched
+    assert RobustTickets().label(p) == "robust ticket (retrained, ce, from RanMASK-trained)"
+
+
 def test_lottery_ticket_is_chen_et_al_global_imp_rewound_every_round(runner, run_spec, tiny_bert, monkeypatch):
     """The IMP-ticket control is the lottery ticket table 1 of Zheng et al. compares with (Chen et
     al. 2020, section 3 and their LT_glue.py): every round a full fine-tuning from the pre-trained
@@ -186,6 +202,7 @@ def test_every_ticket_gets_the_same_retraining(runner, run_spec, monkeypatch):
         (["lam=-0.5"], "lam (the L0 penalty's lambda) must be >= 0"),
         (["adv_steps=0"], "adv_steps must be at least 1"),
         (["ticket=lucky"], "parameter 'ticket' got 'lucky'"),
+        (["ticket=imp", "start=safer"], "the IMP ticket starts from the pre-trained weights"),
     ],
 )
 def test_bad_parameters(capsys, tmp_path, params, message):
