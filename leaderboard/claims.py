@@ -266,5 +266,7 @@ def _untestable(claim: Claim, cand: Candidate, ref: Candidate, rows: tuple[str, 
 
 
 def study_results(study: Path) -> list[Result]:
-    """The study's claims measured on its records, with their registered designs."""
-    return measure(load_claims(study / "claims.toml"), checked_records(study / "records"), read_plan(study / PLAN))
+    """The study's claims measured on its records, with their registered designs (none yet: a
+    study whose claims were registered before its first record)."""
+    records = checked_records(study / "records") if (study / "records").is_dir() else []
+    return measure(load_claims(study / "claims.toml"), records, read_plan(study / PLAN))

@@ -248,3 +248,14 @@ def test_committed_intervals_stay_in_bounds_and_no_ranked_cell_has_collapsed(mar
             if primary in head and row[0][:1].isdigit():
                 assert re.fullmatch(r"\d+(-\d+)?( [▲▼])?( \(ref.*\))?", row[0]), row[0]
                 assert "DEGENERATE" not in row[1] and "collapse" not in row[head.index(primary)], (row[1], primary)
+
+
+def test_claims_registered_before_any_record_read_not_tested(tmp_path):
+    """A study commits its claims before its first record: its table is written, every claim
+    not tested, and a missing records folder is not an error."""
+    (tmp_path / "claims.toml").write_text(
+        '[defaults]\nchance = 0.5\nmargin = 0.01\nsmallest_effect = 0.01\n'
+        '[[claim]]\nid = "1"\npaper = "Someone 2020, table 1"\nclaim = "new beats old"\npublished = "60 -> 70"\n'
+        'metric = "id"\ncandidate = { label = "new (ce)" }\nreference = { label = "finetune (ce)" }\ndirection = "higher"\n')
+    table = study_table(tmp_path)
+    assert "**not tested: no" in table and "new (ce)" in table
