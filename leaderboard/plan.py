@@ -166,7 +166,7 @@ def recompute(plan_file: Path, root: Path) -> dict[str, Registered]:
     if outside := [f for f in folders if not f.is_relative_to(root.resolve())]:
         raise BenchError(f"{plan_file}: pilot folder {outside[0]} lies outside {root}")
     records = sections(_records(folders, set(body["pilot"]["runs"])))
-    own = sections(_records([plan_file.parent]))
+    own = sections(_records([plan_file.parent])) if (plan_file.parent / "records").is_dir() else []
     # post hoc is what it was when planned: a claim planned in advance stays so once its records exist
     was = {cid: d["post_hoc"] for cid, d in body["claims"].items()}
     out = {}
