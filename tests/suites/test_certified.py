@@ -2,8 +2,12 @@
 checked against their definitions, a toy classifier whose smoothed answer is known exactly, and a
 run end to end whose every verdict ``score`` (what ``bench rescore`` runs) decides again.
 
-Where the numbers come from. The papers' bodies were not readable here; each default below is
-quoted from the released code, named by repository, file and commit:
+Where the numbers come from. The papers' bodies were not readable here (their abstracts were):
+SAFER's figure 1 (the released ``figs/framework_certnlp.png``) states its decision rule, the top
+class certified when p_A - q > p_B + q, which for two classes is the p - Delta > 1/2 tested below;
+RanMASK's abstract gives its headline, over half of SST-2's texts certified against 2 words
+(``results/certified/claims.toml``). Each default below is quoted from the released code, named
+by repository, file and commit:
 - SAFER, lushleaf/Structure-free-certified-NLP@99f1f3a: ``run.sh`` (perturbation sets of at most
   K = 100 words), ``data_process.get_perturbation_set`` (a connected component of the synonym
   graph of at most K words is every member's set, ``isdivide`` 0, overlap 1; in a larger one a
@@ -91,6 +95,16 @@ def test_safer_delta_multiplies_the_smallest_overlaps():
     assert safer_delta([1.0, 0.5, 0.8]) == pytest.approx(1 - 0.4)  # every word, as the released code
     assert safer_delta([1.0, 0.5, 0.8], budget=1) == pytest.approx(0.5)  # an attacker of one word: the worst
     assert safer_delta([]) == 0.0
+
+
+def test_safer_decides_as_its_figure_1_rule_for_two_classes():
+    """SAFER's figure 1: certified when p_A - q > p_B + q; with two classes p_B = 1 - p_A, and p_A
+    is the bound of the top class's votes."""
+    details = {"smoothing": "safer", "alpha": 0.05}
+    for top, delta in itertools.product(range(0, 101, 5), (0.0, 0.1, 0.3, 0.45, 0.6)):
+        row = {"votes": top, "samples": 100, "delta": delta, "pred": 1, "gold": 1}
+        p_a = lower_bound(top, 100, 0.05)
+        assert decide(row, details)["certified"] == (p_a - delta > (1 - p_a) + delta)
 
 
 def test_safer_sets_follow_the_released_construction():
