@@ -5,7 +5,8 @@ applied to the encoder matrices that sparsity counts (docs/design.md section 3).
 - ``scheme=int8_dynamic``: torch's dynamic int8 Linear (per-tensor weight scale, activations
   quantized on the fly). It runs int8 kernels on this CPU: the record's speed and size are
   measured on the quantized model itself.
-- ``scheme=weight``: weight-only round-to-nearest at ``bits`` (8 or 4) with a scale and zero
+- ``scheme=weight``: weight-only round-to-nearest at ``bits`` (8, 4 or 3, the three widths Hong et
+  al. 2024 compare) with a scale and zero
   point per ``group_size`` weights of a row (GPTQ's released quantizer, ``bench.model.quant.rtn``), simulated in floating
   point: exact robustness numbers, the dense model's speed; its label says "simulated" and
   ``method_info.packed_mb`` gives the size the packed weights would take.
@@ -24,26 +25,28 @@ from bench.plugin import CompressMethod, StartParams
 from bench.registry import METHODS
 
 SCHEMES = (INT8_DYNAMIC, "weight")
+BITS = (8, 4, 3)  # weight-only widths: Hong et al. 2024 find 4 keeps trust and 3 loses it
 
 
 @dataclass
 class QuantizeParams(StartParams):
     scheme: str = INT8_DYNAMIC
-    bits: int = 8  # scheme=weight: 8 or 4
+    bits: int = 8  # scheme=weight: 8, 4 or 3
     group_size: int = 128  # scheme=weight: consecutive input weights of a row sharing a scale and zero point
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.scheme not in SCHEMES:
             raise BenchError(f"scheme must be one of {', '.join(SCHEMES)}, got '{self.scheme}'")
-        if self.bits not in (4, 8) or self.group_size < 1:
-            raise BenchError(f"bits must be 4 or 8 and group_size at least 1, got {self.bits} and {self.group_size}")
+        if self.bits not in BITS or self.group_size < 1:
+            raise BenchError(f"bits must be one of {', '.join(map(str, BITS))} and group_size at least 1, "
+                             f"got {self.bits} and {self.group_size}")
 
 
 @METHODS.register("quantize")
 class Quantize(CompressMethod):
     name = "quantize"
-    description = "post-training quantization: int8 dynamic (real CPU speed) or weight-only int8/int4 round-to-nearest (simulated)"
+    description = "post-training quantization: int8 dynamic (real CPU speed) or weight-only int8/int4/int3 round-to-nearest (simulated)"
     Params = QuantizeParams
     labelled = ("loss", "scheme", "bits", "group_size", "start")
 

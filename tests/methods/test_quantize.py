@@ -14,7 +14,7 @@ from bench.store.records import load_predictions
 RECIPE = {"epochs": 2, "batch_size": 8}
 
 
-@pytest.mark.parametrize("bits", [8, 4])
+@pytest.mark.parametrize("bits", [8, 4, 3])
 def test_rtn_rounds_each_group_to_its_own_grid_of_levels(bits):
     """Round-to-nearest with a scale and zero point per group of consecutive input weights
     (the asymmetric min-max quantizer of GPTQ's RTN baseline): at most 2^bits values a group, each
@@ -29,6 +29,7 @@ def test_rtn_rounds_each_group_to_its_own_grid_of_levels(bits):
         assert (group_q - group_w).abs().max() <= step / 2 + 1e-6
     assert q[0, 0] == 0.0
     assert (rtn(w, 4, 16) - w).abs().mean() > (rtn(w, 8, 16) - w).abs().mean()  # fewer bits, more error
+    assert (rtn(w, 3, 16) - w).abs().mean() > (rtn(w, 4, 16) - w).abs().mean()
     with pytest.raises(BenchError, match="group_size 48 does not divide"):
         rtn(w, 8, 48)
 
@@ -53,7 +54,10 @@ def test_weight_only_is_simulated_and_says_so(runner, run_spec):
     cand = runner.candidate(run_spec("quantize", params={**RECIPE, "scheme": "weight", "bits": 4, "group_size": 16}).candidate())
     w = cand.model.bert.encoder.layer[0].attention.self.query.weight.detach()
     assert max(len(g.unique()) for g in w.reshape(-1, 16)) <= 16
-    for params, message in (({"scheme": "fp4"}, "scheme must be one of"), ({"scheme": "weight", "bits": 3}, "bits must be 4 or 8")):
+    int3 = runner.run(run_spec("quantize", params={**RECIPE, "scheme": "weight", "bits": 3, "group_size": 16}))
+    assert int3.label == "int3 weight-only g16 (simulated)"
+    assert int3.method_info["packed_mb"] < rec.method_info["packed_mb"]  # 3 bits a weight, not 4
+    for params, message in (({"scheme": "fp4"}, "scheme must be one of"), ({"scheme": "weight", "bits": 2}, "bits must be one of 8, 4, 3")):
         with pytest.raises(BenchError, match=message):
             run_spec("quantize", params={**RECIPE, **params})
 
