@@ -233,6 +233,42 @@ def calibration(rows: Sequence[dict], collapse: dict[str, Sequence[int]] | None 
     return out
 
 
+FLOOR = 5e-5  # half the kept probabilities' rounding unit (4 decimals): a probability kept as 0
+
+
+def flips(rows: Sequence[dict], dense: Sequence[dict]) -> dict[str, float]:
+    """Dutta et al. 2024 ("Accuracy is Not All You Need", abstract and section 2), per clean set
+    both runs evaluated, over the examples they share: ``flips/<set>``, the share of answers that
+    changed from correct to incorrect or back against the dense model's (an answer that changed
+    between two wrong classes is not a flip), split as ``flips_cw/<set>`` (correct to wrong) and
+    ``flips_wc/<set>`` (wrong to correct); and ``kl/<set>``, the mean KL divergence of the
+    candidate's class probabilities from the dense model's, KL(dense || candidate) in nats, from
+    the kept probabilities (4 decimals) floored at ``FLOOR`` and renormalised, so that it is
+    finite and any reader re-scores it from the rows."""
+    theirs = {(r["set"], r["uid"]): r for rs in clean_sets(dense).values() for r in rs}
+    out = {}
+    for name, rs in sorted(clean_sets(rows).items()):
+        pairs = [(r, b) for r in rs if (b := theirs.get((name, r["uid"]))) is not None]
+        if not pairs:
+            continue
+        right = np.array([[_right(a), _right(b)] for a, b in pairs])
+        out[f"flips/{name}"] = float(np.mean(right[:, 0] != right[:, 1]))
+        out[f"flips_cw/{name}"] = float(np.mean(~right[:, 0] & right[:, 1]))
+        out[f"flips_wc/{name}"] = float(np.mean(right[:, 0] & ~right[:, 1]))
+        mine, dense_p = (_floored([x["probs"] for x in side]) for side in zip(*pairs, strict=True))
+        out[f"kl/{name}"] = float(np.mean((dense_p * np.log(dense_p / mine)).sum(1)))
+    return out
+
+
+def _floored(probs: list) -> np.ndarray:
+    p = np.maximum(np.asarray(probs, dtype=float), FLOOR)
+    return p / p.sum(1, keepdims=True)
+
+
+def _right(row: dict) -> bool:
+    return bool(row["correct"]) if "correct" in row else row["pred"] == row["gold"]
+
+
 def loyalty(rows: Sequence[dict], dense: Sequence[dict]) -> dict[str, float]:
     """Xu et al. 2021 (section 3), per clean set both runs evaluated, over the examples they
     share: label loyalty ``loyalty/<set>``, the share of answers equal to the dense model's, and

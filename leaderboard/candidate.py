@@ -19,11 +19,12 @@ from bench.metrics import COLLAPSE, Collapse, CollapseRule
 from bench.store.records import Record
 from leaderboard.evidence import outcomes_of
 
-SCALE = {"percent": (100.0, 1), "points": (100.0, 1), "ratio": (1.0, 2), "signed": (1.0, 2), "number": (1.0, 1)}
+SCALE = {"percent": (100.0, 1), "points": (100.0, 1), "ratio": (1.0, 2), "signed": (1.0, 2), "number": (1.0, 1),
+         "divergence": (1.0, 3)}
 SHARE, DIFFERENCE, AMOUNT = (0.0, 1.0), (-1.0, 1.0), (0.0, math.inf)
 # the range a column's interval must stay in: a latency, a size, a count or a speed-up is never
 # negative, whatever a t-interval of three spread-out seeds says (``stats.interval``)
-BOUNDS = {"percent": SHARE, "points": DIFFERENCE, "ratio": AMOUNT, "number": AMOUNT}
+BOUNDS = {"percent": SHARE, "points": DIFFERENCE, "ratio": AMOUNT, "number": AMOUNT, "divergence": AMOUNT}
 
 
 def slug(task: str, backbone: str) -> str:

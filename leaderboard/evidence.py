@@ -249,7 +249,7 @@ TIMED = "eff/"  # metrics measured on the machine (size, speed), not computed fr
 # pick another of two equally good word swaps) while its outcome, queries and metrics stay
 ROW_FREE = ("seconds", "perturbed")
 PROB_NOISE = 1e-3  # class probabilities of one run on other thread counts differ in the 4th decimal
-FROM_PROBS = ("ece/", "loyalty_prob/")  # metrics of the probabilities: that noise, and no more
+FROM_PROBS = ("ece/", "loyalty_prob/", "kl/")  # metrics of the probabilities: that noise, and no more
 FROM_TEXT = "/words"  # Words%: a metric of the adversarial text, free as that text is (ROW_FREE)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from bench.metrics import calibration, degenerate, loyalty, one_class_sets
+from bench.metrics import calibration, degenerate, flips, loyalty, one_class_sets
 from bench.store.records import Column
 
 if TYPE_CHECKING:
@@ -35,13 +35,13 @@ def assemble(suite: Suite, scored: dict[str, float], rows: list[dict], details: 
              baseline: list[dict] | None = None, kept: dict | None = None,
              reference: dict | str | None = None, declare: bool = False) -> Assembled:
     """``scored`` (the suite's metrics: ``evaluate``'s, or ``Suite.score`` of ``rows``), the
-    calibration of ``rows``, their loyalty to the ``baseline``'s rows, then ``kept`` (numbers that
+    calibration of ``rows``, their loyalty and flips to the ``baseline``'s rows, then ``kept`` (numbers that
     stand as given and win: a run's timings, an older record's own), then the suite's comparison
     with the ``reference``'s metrics (F_bias; ``SELF``: these). ``declare``: the suite's, the
     rows' and the efficiency columns too (imports torch)."""
     own = dict(scored) | calibration(rows, details.get("collapse"))
     kept = kept or {}
-    made = own | (loyalty(rows, baseline) if baseline is not None else {})
+    made = own | (loyalty(rows, baseline) | flips(rows, baseline) if baseline is not None else {})
     metrics = dict(kept) | {k: v for k, v in made.items() if k not in kept}
     if reference is not None:
         metrics |= suite.compare(metrics, metrics if reference == SELF else reference)
@@ -60,11 +60,14 @@ FROM_ROWS_TABLE = "calibration and loyalty"
 
 def row_columns(metrics: dict[str, float]) -> list[Column]:
     """How the leaderboard shows ``calibration`` and ``loyalty``: one details table."""
-    shown = {"ece": ("ECE", False), "loyalty": ("label loyalty", True), "loyalty_prob": ("prob. loyalty", True)}
+    shown = {"ece": ("ECE", False, "percent"), "loyalty": ("label loyalty", True, "percent"),
+             "loyalty_prob": ("prob. loyalty", True, "percent"), "flips": ("flips", False, "percent"),
+             "flips_cw": ("flips right→wrong", False, "percent"), "flips_wc": ("flips wrong→right", False, "percent"),
+             "kl": ("KL (nats)", False, "divergence")}
     cols = []
     for key in metrics:
         kind, _, name = key.partition("/")
         if kind in shown and name:
-            label, higher = shown[kind]
-            cols.append(Column(key, f"{label} {name}", "percent", higher, FROM_ROWS_TABLE))
+            label, higher, unit = shown[kind]
+            cols.append(Column(key, f"{label} {name}", unit, higher, FROM_ROWS_TABLE))
     return sorted(cols, key=lambda c: (c.key.split("/", 1)[1] != "test", c.key.split("/", 1)[1], list(shown).index(c.key.split("/")[0])))

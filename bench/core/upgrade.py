@@ -5,18 +5,20 @@ when, and which metrics a step added).
 
 Schema 1 to 2: ``bench.store.migrate`` (what the schema-1 leaderboard inferred, written in).
 
-Schema 2 to 3: the metrics that schema 3 computes from the per-example rows, computed from the
-record's kept rows by the function a new run assembles its own with (``bench.core.assemble``),
-and added (none replaced):
+Schemas 2 and 3 to 4: the metrics that schema 4 computes from the per-example rows, computed
+from the record's kept rows by the function a new run assembles its own with
+(``bench.core.assemble``), and added (none replaced):
 
 - ``details.collapse``: the task-to-set label map of the sets whose labels are not the task's.
   The only such built-in sets of schema 2 were HANS and its synthetic twin, entailment kept and
   neutral and contradiction merged (``COLLAPSE_V2``; a test checks it against their
   definitions); every other set's answer is its own class.
 - ``ece/<set>`` (``bench.metrics.calibration``) for every clean set with probabilities.
-- ``loyalty/<set>`` and ``loyalty_prob/<set>`` (``bench.metrics.loyalty``) against the rows of
-  the baseline's record in the same folder (``bench.core.rescore.baseline_record``); none when
-  the folder does not hold it, or the candidate is its own baseline.
+- ``loyalty/<set>`` and ``loyalty_prob/<set>`` (schema 3, ``bench.metrics.loyalty``) and
+  ``flips/<set>``, ``flips_cw/<set>``, ``flips_wc/<set>`` and ``kl/<set>`` (schema 4,
+  ``bench.metrics.flips``) against the rows of the baseline's record in the same folder
+  (``bench.core.rescore.baseline_record``); none when the folder does not hold it, or the
+  candidate is its own baseline.
 - The suite's metrics that its ``score`` now gives and the record lacks (the attacks' Words%).
 - ``columns``: the suite's, the rows' and the efficiency declarations of today, for the
   record's metrics, so that the new ones are shown in their place.
@@ -49,9 +51,9 @@ def _record(d: dict, folder: Path) -> Record:
     return Record(**(d | {"schema_version": SCHEMA_VERSION}), where=folder)
 
 
-def upgrade_v2(records: dict[str, dict], folder: Path, version: str, others: list[dict] = ()) -> dict[str, dict]:
-    """Schema-2 record objects (file name -> object) as schema 3 (module docstring); ``others``:
-    the folder's other records, whose rows a record's loyalty may be measured against."""
+def upgrade_rows(records: dict[str, dict], folder: Path, version: str, others: list[dict] = ()) -> dict[str, dict]:
+    """Schema-2 and -3 record objects (file name -> object) as schema 4 (module docstring);
+    ``others``: the folder's other records, whose rows a record's loyalty may be measured against."""
     when = datetime.now(UTC).isoformat(timespec="seconds")
     every = [_record(d, folder) for d in [*records.values(), *others]]
     for d in records.values():
@@ -72,8 +74,9 @@ def upgrade_v2(records: dict[str, dict], folder: Path, version: str, others: lis
             old = [Column.from_dict(c) for c in d.get("columns") or []]
             keys = {c.key for c in got.declared}
             d["columns"] = [c.to_dict() for c in got.columns] + [c.to_dict() for c in old if c.key not in keys]
-        d["provenance"]["migrated"] = (d["provenance"].get("migrated") or {"from_schema": 2}) | {
-            "by": f"bench {version}", "on": when, "added_from_predictions": sorted(added)}
+        was = d["provenance"].get("migrated") or {"from_schema": d["schema_version"]}
+        d["provenance"]["migrated"] = was | {"by": f"bench {version}", "on": when, "added_from_predictions":
+                                             sorted({*was.get("added_from_predictions", []), *added})}
         d["schema_version"] = SCHEMA_VERSION
     return records
 
@@ -85,7 +88,7 @@ def migrate(out: Path, version: str) -> tuple[int, int]:
     folder = Path(out) / "records"
     if not folder.is_dir():
         raise BenchError(f"no records directory {folder}")
-    by_schema: dict[int, dict[str, dict]] = {1: {}, 2: {}, SCHEMA_VERSION: {}}
+    by_schema: dict[int, dict[str, dict]] = {1: {}, 2: {}, 3: {}, SCHEMA_VERSION: {}}
     for p in sorted(folder.glob("*.json")):
         try:
             d = json.loads(p.read_text())
@@ -95,9 +98,9 @@ def migrate(out: Path, version: str) -> tuple[int, int]:
         if schema not in by_schema:
             raise BenchError(f"{p}: record schema {schema} is unknown to this version; nothing was rewritten")
         by_schema[schema][p.name] = d
-    old, current = by_schema[1] | by_schema[2], by_schema[SCHEMA_VERSION]
-    upgrade_v1(by_schema[1], version, [*by_schema[2].values(), *current.values()])
-    upgrade_v2(old, folder, version, list(current.values()))
+    old, current = by_schema[1] | by_schema[2] | by_schema[3], by_schema[SCHEMA_VERSION]
+    upgrade_v1(by_schema[1], version, [*by_schema[2].values(), *by_schema[3].values(), *current.values()])
+    upgrade_rows(old, folder, version, list(current.values()))
     for name, d in old.items():
         write_atomic(folder / name, json.dumps(d, indent=1, sort_keys=True, allow_nan=False))
     return len(old), len(current)

@@ -1,7 +1,7 @@
 """Run records: one JSON file per run and its per-example predictions, written atomically, with
 full provenance. Readable without torch: the leaderboard needs nothing else.
 
-Schema (``SCHEMA_VERSION`` 3; ``bench migrate`` rewrites records of schemas 1 and 2), one object per
+Schema (``SCHEMA_VERSION`` 4; ``bench migrate`` rewrites records of schemas 1 to 3), one object per
 file under ``<out>/records/``:
 
 - ``schema_version``, ``run_id``, ``created`` (UTC ISO time)
@@ -14,8 +14,8 @@ file under ``<out>/records/``:
   ``total_params``, ``nonzero_params``
 - ``metrics``: flat ``name -> number``: ``id``, ``id_acc``, ``ood/<set>``, ``ood/<set>/<cell>``,
   ``pool/<pool>``, ``f_bias/<pool>``, ``<recipe>/aua`` ...; from the rows of every clean set,
-  ``ece/<set>`` and, against the baseline's record, ``loyalty/<set>`` and ``loyalty_prob/<set>``
-  (``bench.metrics``)
+  ``ece/<set>`` and, against the baseline's record, ``loyalty/<set>``, ``loyalty_prob/<set>``,
+  ``flips/<set>``, ``flips_cw/<set>``, ``flips_wc/<set>`` and ``kl/<set>`` (``bench.metrics``)
 - ``details``: suite details (set sizes, pools; ``collapse``: set name -> the task-to-set label
   map of a set whose labels are not the task's, which its confidence sums over); ``method_info``: the method's own numbers, with
   ``kept`` ([stage, step kept, steps run] per stage, in the order shown) where it kept the best
@@ -62,7 +62,7 @@ from bench.errors import BenchError
 from bench.store.atomic import exclusive, write_atomic
 from bench.store.validate import check_schema, predictions_file, strict_json
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ class Column:
     [0, 100]), ``points`` (a difference of two such shares, shown x100, kept in ±100), ``ratio``
     (a quotient of two non-negative quantities, such as a speed-up) or ``number`` (a count, a
     size, a time, a rate), both non-negative and shown as is, their intervals kept at or above
-    0, or ``signed`` (a ratio that may be negative, such as F_bias: shown as is, unbounded).
+    0, ``signed`` (a ratio that may be negative, such as F_bias: unbounded), ``divergence`` (KL, nats, 3 decimals).
     ``table``: ``main`` (one row per candidate, every suite's main columns side by side) or the
     title of a details table below it. ``rows``: the prediction sets whose per-example
     ``correct`` outcomes a paired test against the reference compares (empty: no test).
@@ -156,7 +156,7 @@ def load_record(path: Path) -> Record:
         data = strict_json(text)
         if not isinstance(data, dict):
             raise BenchError(f"{path}: not a run record (a JSON object is expected)")
-        if data.get("schema_version") in (1, 2):
+        if data.get("schema_version") in (1, 2, 3):
             raise BenchError(f"{path}: record of schema {data['schema_version']}; rewrite its folder with: "
                              f"python -m bench migrate {path.parent.parent}")
         if data.get("schema_version") != SCHEMA_VERSION:
@@ -193,11 +193,14 @@ STUDIES = "studies.toml"
 
 
 def study_folders(out: Path) -> list[Path]:
-    """The study folders ``out`` stands for: itself, or those its ``studies.toml`` names
-    (``studies = ["../rmc", ...]``, relative to it; their shared table is its LEADERBOARD.md)."""
+    """The study folders ``out`` stands for: itself (none, said, while its claims are registered
+    and nothing has run), or those its ``studies.toml`` names (``studies = ["../rmc", ...]``,
+    relative to it; their shared table is its LEADERBOARD.md)."""
     path = out / STUDIES
     if not path.is_file():
-        return [out]
+        if (waiting := (out / "claims.toml").is_file() and not (out / "records").is_dir()):
+            print(f"{out}: no records yet (its claims are registered; nothing has run)")
+        return [] if waiting else [out]
     try:
         names = tomllib.loads(path.read_text()).get("studies")
     except tomllib.TOMLDecodeError as e:

@@ -24,7 +24,7 @@ def nullable(schema: dict) -> dict:
 
 
 COLUMN = {"type": "object", "required": ["key", "label"], "additionalProperties": False, "properties": {
-    "key": STRING, "label": STRING, "kind": {"enum": ["percent", "points", "ratio", "signed", "number"]},
+    "key": STRING, "label": STRING, "kind": {"enum": ["percent", "points", "ratio", "signed", "number", "divergence"]},
     "higher_is_better": nullable({"type": "boolean"}), "table": STRING, "rows": {"type": "array", "items": STRING},
     "primary": {"type": "boolean"}, "order": NUMBER}}
 

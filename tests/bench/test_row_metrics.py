@@ -10,7 +10,7 @@ import pytest
 
 from bench.cli import main
 from bench.core.rescore import rescore
-from bench.metrics import calibration, confidence, ece, js_distance, loyalty
+from bench.metrics import FLOOR, calibration, confidence, ece, flips, js_distance, loyalty
 from bench.store.records import load_record
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,6 +76,37 @@ def test_words_are_split_as_textattack_splits_them():
     assert "words" not in summarize(attacked[2:])  # no successful attack: no Words%, not a NaN that breaks the contract
 
 
+def test_flips_are_answers_that_changed_correctness_and_kl_is_from_the_dense_model():
+    """Dutta et al. 2024, abstract: flips are answers that change "from correct to incorrect and
+    vice versa" against the baseline (a change between two wrong classes is none); KL is the
+    divergence of the compressed model's distribution from the baseline's, here KL(dense ||
+    candidate) in nats over the classes, probabilities as kept (4 decimals) floored at FLOOR."""
+    row = lambda uid, gold, pred, probs: {"set": "test", "uid": uid, "gold": gold, "pred": pred, "probs": probs}  # noqa: E731
+    dense = [row("a", 0, 0, [0.8, 0.1, 0.1]), row("b", 1, 0, [0.6, 0.3, 0.1]), row("c", 2, 0, [0.5, 0.2, 0.3]),
+             row("d", 0, 0, [1.0, 0.0, 0.0]), row("e", 2, 2, [0.1, 0.1, 0.8])]
+    cand = [row("a", 0, 1, [0.2, 0.7, 0.1]),  # right -> wrong
+            row("b", 1, 1, [0.2, 0.7, 0.1]),  # wrong -> right
+            row("c", 2, 1, [0.3, 0.6, 0.1]),  # wrong -> another wrong: no flip
+            row("d", 0, 0, [0.9999, 0.0, 0.0001]),
+            row("e", 2, 0, [0.5, 0.1, 0.4])]  # right -> wrong
+    got = flips(cand, dense)
+    assert got["flips/test"] == pytest.approx(3 / 5)
+    assert got["flips_cw/test"] == pytest.approx(2 / 5) and got["flips_wc/test"] == pytest.approx(1 / 5)
+    assert 1 - loyalty(cand, dense)["loyalty/test"] == pytest.approx(4 / 5)  # answers that changed: more than the flips
+
+    def kl(p, q):
+        p, q = np.maximum(p, FLOOR), np.maximum(q, FLOOR)
+        p, q = p / p.sum(), q / q.sum()
+        return float(np.sum(p * np.log(p / q)))
+
+    from scipy.stats import entropy
+    want = np.mean([kl(np.array(d["probs"]), np.array(c["probs"])) for d, c in zip(dense, cand, strict=True)])
+    assert got["kl/test"] == pytest.approx(want)
+    assert entropy([0.8, 0.1, 0.1], [0.2, 0.7, 0.1]) == pytest.approx(kl(np.array([0.8, 0.1, 0.1]), np.array([0.2, 0.7, 0.1])))
+    assert np.isfinite(got["kl/test"])  # d: a kept 0 where the dense model has mass
+    assert flips(dense, dense)["kl/test"] == pytest.approx(0.0) and flips(dense, dense)["flips/test"] == 0.0
+
+
 def test_a_run_records_calibration_and_loyalty_and_a_tampered_one_is_a_mismatch(runner, run_spec, capsys, monkeypatch):
     """A pruned candidate's evaluation runs its baseline's first (the plan's dependency, and
     the runner's), records ECE per set and loyalty to that baseline's rows, and re-scores
@@ -84,7 +115,8 @@ def test_a_run_records_calibration_and_loyalty_and_a_tampered_one_is_a_mismatch(
     import bench.core.rescore as rescoring
 
     rec = runner.run(run_spec("imp", sparsity=0.5, params={"epochs": 1, "batch_size": 8}))
-    assert {"ece/test", "ece/hans_synth", "loyalty/test", "loyalty_prob/test", "loyalty/hans_synth"} <= set(rec.metrics)
+    assert {"ece/test", "ece/hans_synth", "loyalty/test", "loyalty_prob/test", "loyalty/hans_synth",
+            "flips/test", "flips_cw/test", "flips_wc/test", "kl/test"} <= set(rec.metrics)
     assert rec.details["collapse"] == {"hans_synth": [0, 1, 1]}
     assert any(c["key"] == "loyalty/test" and c["table"] == "calibration and loyalty" for c in rec.columns)
     dense = load_record(runner.out / "records" / f"{rec.reference}.json")
