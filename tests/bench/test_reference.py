@@ -19,7 +19,7 @@ from bench.spec.plan import plan
 from bench.spec.requires import trains_itself
 from bench.spec.run import resolve
 from bench.spec.sweep import Throughput, load_spec, runs
-from bench.store.records import load_records
+from bench.store.records import SCHEMA_VERSION, load_records
 
 ROOT = Path(__file__).resolve().parents[2]
 NLI = ["entailment", "neutral", "contradiction"]
@@ -110,7 +110,7 @@ def test_a_bad_reference_is_one_line_before_anything_runs(ckpts, tmp_path, capsy
     out = tmp_path / "out"
     base = ["run", "--method", "checkpoint", "--suite", "ood", "--backbone", str(mine), "--out", str(out)]
     for reference, says in ((tmp_path / "missing", "no such checkpoint folder or record file"),
-                            (corrupt, "not a readable run record"), (not_a_record, "is not 3"),
+                            (corrupt, "not a readable run record"), (not_a_record, f"is not {SCHEMA_VERSION}"),
                             (sst2, "a record of task")):
         assert main([*base, "--reference", str(reference)]) == 2
         err = capsys.readouterr().err.strip()
