@@ -20,8 +20,8 @@ from the record's kept rows by the function a new run assembles its own with
   (``bench.core.rescore.baseline_record``); none when the folder does not hold it, or the
   candidate is its own baseline.
 - The suite's metrics that its ``score`` now gives and the record lacks (the attacks' Words%).
-- ``columns``: the suite's, the rows' and the efficiency declarations of today, for the
-  record's metrics, so that the new ones are shown in their place.
+- ``columns``: the record's own declarations, kept as they are (a ranking column stays the
+  record's), and today's suite, rows and efficiency declarations for the metrics it lacked.
 
 Clusters (any schema): where a record's evaluated set declares clusters in the data it read
 (HANS's templates or subcases) and the study keeps none for that set and data file, they are
@@ -71,9 +71,9 @@ def upgrade_rows(records: dict[str, dict], folder: Path, version: str, others: l
                            baseline=load_predictions(folder, base) if usable else None, declare=True)
             added = {k: None if math.isnan(v) else v for k, v in got.metrics.items() if k not in d["metrics"]}  # NaN: null
             d["metrics"] |= added
-            old = [Column.from_dict(c) for c in d.get("columns") or []]
-            keys = {c.key for c in got.declared}
-            d["columns"] = [c.to_dict() for c in got.columns] + [c.to_dict() for c in old if c.key not in keys]
+            own = {c.key: c for c in map(Column.from_dict, d.get("columns") or [])}  # a record's declarations stand
+            keys = {c.key for c in got.columns}
+            d["columns"] = [own.get(c.key, c).to_dict() for c in got.columns] + [c.to_dict() for k, c in own.items() if k not in keys]
         was = d["provenance"].get("migrated") or {"from_schema": d["schema_version"]}
         d["provenance"]["migrated"] = was | {"by": f"bench {version}", "on": when, "added_from_predictions":
                                              sorted({*was.get("added_from_predictions", []), *added})}

@@ -84,3 +84,30 @@ def test_an_unknown_schema_or_a_broken_file_stops_it_before_anything_is_written(
     assert main(["migrate", str(out)]) == 2
     assert "not a readable run record" in capsys.readouterr().err
     assert (out / "records" / "a.json").read_text() == before
+
+
+def test_schema_3_gains_flips_and_keeps_its_own_column_declarations(tmp_path, capsys):
+    """Schema 3 to 4 adds flips and KL from the rows; a declaration the record already had (here
+    which column ranks) stands, so a migration never re-ranks a committed table."""
+    import shutil
+
+    root = Path(__file__).resolve().parents[2] / "results" / "quickstart"
+    out = tmp_path / "q"
+    shutil.copytree(root / "records", out / "records")
+    shutil.copytree(root / "predictions", out / "predictions")
+    path = next(p for p in sorted((out / "records").glob("*.json")) if "flips/test" in json.loads(p.read_text())["metrics"])
+    d = json.loads(path.read_text())
+    d["schema_version"] = 3
+    d["metrics"] = {k: v for k, v in d["metrics"].items() if not k.startswith(("flips", "kl/"))}
+    d["columns"] = [c | {"primary": not c["primary"]} for c in d["columns"] if not c["key"].startswith(("flips", "kl/"))]
+    path.write_text(json.dumps(d))
+    assert main(["migrate", str(out)]) == 0
+    after = json.loads(path.read_text())
+    assert after["schema_version"] == 4 and {"flips/test", "kl/test"} <= set(after["metrics"])
+    kept = {c["key"]: c for c in after["columns"]}
+    from bench.store.records import Column
+
+    assert all(kept[c["key"]] == Column.from_dict(c).to_dict() for c in d["columns"])  # its own declarations stand
+    assert kept["kl/test"]["kind"] == "divergence"
+    first = (d["provenance"].get("migrated") or {"from_schema": 3})["from_schema"]
+    assert after["provenance"]["migrated"]["from_schema"] == first  # where it began, kept
